@@ -1,0 +1,65 @@
+"""The eviction-policy interface of the CPU offloading manager.
+
+A policy owns the key -> `BlockStatus` mapping and the recency order. The manager
+owns ref counts and slots and tells the policy, through `mark_evictable` /
+`mark_non_evictable`, exactly when a block's ref count enters or leaves 0 (the
+hooks derived from the lifecycle table). Policies that keep a dedicated list of
+evictable blocks (the fast LRU, ARC) use those hooks; others may ignore them.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Set
+from typing import ClassVar
+
+from impl.block import BlockStatus
+from model.types import Key, PolicySnapshot
+
+__all__ = ["CachePolicy"]
+
+
+class CachePolicy(ABC):
+    """Base class of every eviction policy; resolved by name through the factory."""
+
+    name: ClassVar[str] = "abstract"
+
+    def __init__(self, cache_capacity: int) -> None:
+        self.cache_capacity = cache_capacity
+
+    @abstractmethod
+    def get(self, key: Key) -> BlockStatus | None:
+        """The key's block, or None. No recency change. Complexity: O(1)."""
+
+    @abstractmethod
+    def insert(self, key: Key, block: BlockStatus) -> None:
+        """Add a new (PENDING, ref -1) key. Pre: key absent. Complexity: O(1)."""
+
+    @abstractmethod
+    def remove(self, key: Key) -> None:
+        """Drop a key (failed store). Pre: key present. Complexity: O(1)."""
+
+    @abstractmethod
+    def touch(self, keys: Iterable[Key]) -> None:
+        """Recency hint; must accept any keys and never raise. Complexity: O(len(keys))."""
+
+    @abstractmethod
+    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
+        """Remove and return `n` idle (ref 0) unprotected blocks, or None with no change."""
+
+    @abstractmethod
+    def clear(self) -> None:
+        """Forget every key and all adaptive state."""
+
+    def mark_evictable(self, key: Key) -> None:  # noqa: B027 - optional hook
+        """The key's ref count just became 0. Default: nothing."""
+
+    def mark_non_evictable(self, key: Key) -> None:  # noqa: B027 - optional hook
+        """The key's ref count just went 0 -> 1. Default: nothing."""
+
+    @abstractmethod
+    def snapshot(self) -> PolicySnapshot:
+        """The observable policy state (see `model.types`)."""
+
+    def check_invariants(self) -> None:  # noqa: B027 - optional
+        """Raise `AssertionError`-free `RuntimeError` on internal inconsistency. Default: none."""

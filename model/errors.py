@@ -1,0 +1,183 @@
+"""The one error hierarchy shared by the model and the implementation.
+
+Every error names the offending keys (CPU manager) or block ids (GPU side) both
+in its message and as attributes, so that a caller or a conformance check can
+compare errors by type and attributes rather than by message text.
+
+Each error also subclasses the builtin exception that vLLM raises (or, where vLLM
+merely asserts, the closest builtin) in the same situation, so that code written
+against vLLM's behaviour keeps catching it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+
+__all__ = [
+    "BlockAlreadyLinkedError",
+    "BlockNotFoundError",
+    "BlockNotLinkedError",
+    "BlockNotReadyError",
+    "ConcurrentModificationError",
+    "DuplicateBlocksError",
+    "DuplicateKeysError",
+    "ForeignBlockError",
+    "InsufficientFreeBlocksError",
+    "InvalidArgumentError",
+    "LifecycleError",
+    "NotLoadingError",
+    "QueueEmptyError",
+    "RefCountUnderflowError",
+    "StaleCursorError",
+]
+
+
+class LifecycleError(Exception):
+    """Base of every error raised by `model` and `impl`.
+
+    Attributes:
+        keys: the offending CPU block keys, in the order they were found.
+        block_ids: the offending GPU block ids, in the order they were found.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        keys: Iterable[Hashable] = (),
+        block_ids: Iterable[int] = (),
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.keys: tuple[Hashable, ...] = tuple(keys)
+        self.block_ids: tuple[int, ...] = tuple(block_ids)
+
+    def __str__(self) -> str:
+        # KeyError quotes its argument; every error here prints its message as is.
+        return self.message
+
+    def identity(self) -> tuple[type[LifecycleError], tuple[Hashable, ...], tuple[int, ...]]:
+        """What two errors must share to count as the same error (type and attributes)."""
+        return (type(self), self.keys, self.block_ids)
+
+
+def _keys_text(keys: Iterable[Hashable]) -> str:
+    return ", ".join(repr(k) for k in keys)
+
+
+class InvalidArgumentError(LifecycleError, ValueError):
+    """An argument has the wrong type or value (e.g. `num_blocks=-1`, unknown policy)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+class DuplicateKeysError(LifecycleError, ValueError):
+    """The same key appears more than once in one call."""
+
+    def __init__(self, keys: Iterable[Hashable]) -> None:
+        ks = tuple(keys)
+        super().__init__(f"duplicate keys in one call: {_keys_text(ks)}", keys=ks)
+
+
+class BlockNotFoundError(LifecycleError, KeyError):
+    """A key that must be resident is ABSENT."""
+
+    def __init__(self, keys: Iterable[Hashable]) -> None:
+        ks = tuple(keys)
+        super().__init__(f"block not found: {_keys_text(ks)}", keys=ks)
+
+
+class BlockNotReadyError(LifecycleError, AssertionError):
+    """A load was asked of a block whose store is still in flight (PENDING)."""
+
+    def __init__(self, keys: Iterable[Hashable]) -> None:
+        ks = tuple(keys)
+        super().__init__(f"block not ready (store in flight): {_keys_text(ks)}", keys=ks)
+
+
+class NotLoadingError(LifecycleError, AssertionError):
+    """`complete_load` on a block that has no load in flight (ref_cnt <= 0)."""
+
+    def __init__(self, keys: Iterable[Hashable]) -> None:
+        ks = tuple(keys)
+        super().__init__(f"block has no load in flight: {_keys_text(ks)}", keys=ks)
+
+
+class QueueEmptyError(LifecycleError, ValueError):
+    """`popleft` on an empty free queue."""
+
+    def __init__(self) -> None:
+        super().__init__("No free blocks available")
+
+
+class InsufficientFreeBlocksError(LifecycleError, ValueError):
+    """More blocks were asked for than the free queue holds (or `n` is negative)."""
+
+    def __init__(self, requested: int, available: int) -> None:
+        super().__init__(
+            f"cannot take {requested} blocks: {available} free blocks available"
+        )
+        self.requested = requested
+        self.available = available
+
+
+class DuplicateBlocksError(LifecycleError, ValueError):
+    """The same GPU block appears more than once in one bulk call."""
+
+    def __init__(self, block_ids: Iterable[int]) -> None:
+        ids = tuple(block_ids)
+        super().__init__(f"duplicate blocks in one call: {list(ids)}", block_ids=ids)
+
+
+class BlockNotLinkedError(LifecycleError, RuntimeError):
+    """A block that is not in the free queue was asked to leave it."""
+
+    def __init__(self, block_ids: Iterable[int]) -> None:
+        ids = tuple(block_ids)
+        super().__init__(f"block not in the free queue: {list(ids)}", block_ids=ids)
+
+
+class BlockAlreadyLinkedError(LifecycleError, RuntimeError):
+    """A block that is already in a free queue (this one or another) was linked again."""
+
+    def __init__(self, block_ids: Iterable[int]) -> None:
+        ids = tuple(block_ids)
+        super().__init__(f"block already in a free queue: {list(ids)}", block_ids=ids)
+
+
+class ForeignBlockError(LifecycleError, RuntimeError):
+    """A block linked in another queue was used with this one."""
+
+    def __init__(self, block_ids: Iterable[int]) -> None:
+        ids = tuple(block_ids)
+        super().__init__(f"block belongs to another free queue: {list(ids)}", block_ids=ids)
+
+
+class StaleCursorError(LifecycleError, ValueError):
+    """A scan cursor no longer names the link it was taken from."""
+
+    def __init__(self, block_ids: Iterable[int]) -> None:
+        ids = tuple(block_ids)
+        super().__init__(f"stale cursor: block {list(ids)} left the queue", block_ids=ids)
+
+
+class ConcurrentModificationError(LifecycleError, RuntimeError):
+    """The free queue changed while an iterator over it was live."""
+
+    def __init__(self) -> None:
+        super().__init__("free queue modified during iteration")
+
+
+class RefCountUnderflowError(LifecycleError, ValueError):
+    """A free or release would take a ref count below its floor."""
+
+    def __init__(
+        self,
+        *,
+        keys: Iterable[Hashable] = (),
+        block_ids: Iterable[int] = (),
+    ) -> None:
+        ks, ids = tuple(keys), tuple(block_ids)
+        what = _keys_text(ks) if ks else str(list(ids))
+        super().__init__(f"ref count underflow: {what}", keys=ks, block_ids=ids)

@@ -1,0 +1,266 @@
+"""Named invariants, one registry, used everywhere.
+
+Two kinds:
+
+* **Block invariants** (`BLOCK_INVARIANTS`) speak about one CPU block: its state,
+  ref count and whether it sits in the evictable list. They are written once over
+  a small `Logic` interface, so the same function is evaluated on Python values
+  (here, on snapshots) and on Z3 terms (in `proofs/lifecycle.py`). Together they
+  are the inductive strengthening of "in the evictable list exactly when resident
+  and ref_cnt == 0".
+* **Snapshot invariants** (`SNAPSHOT_INVARIANTS`) speak about a whole manager
+  snapshot: counters, the slot partition, the policy's lists.
+
+`check_snapshot(snap)` returns the names of the violated invariants; it is what the
+Hypothesis machines, the explorer and `check_invariants()` in `impl` call.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from model.lifecycle import CPU_MACHINE, CpuState, State
+from model.types import (
+    ArcPolicySnapshot,
+    LruPolicySnapshot,
+    ManagerSnapshot,
+)
+
+__all__ = [
+    "BLOCK_INVARIANTS",
+    "INVARIANTS",
+    "PY_LOGIC",
+    "SNAPSHOT_INVARIANTS",
+    "BlockView",
+    "Logic",
+    "block_views",
+    "check_snapshot",
+]
+
+B = TypeVar("B")
+I = TypeVar("I")  # noqa: E741
+
+
+class Logic(Protocol):
+    """Connectives over booleans and integers: Python values or Z3 terms."""
+
+    def and_(self, *xs: Any) -> Any: ...
+    def or_(self, *xs: Any) -> Any: ...
+    def not_(self, x: Any) -> Any: ...
+    def implies(self, a: Any, b: Any) -> Any: ...
+    def iff(self, a: Any, b: Any) -> Any: ...
+    def eq(self, a: Any, b: int) -> Any: ...
+    def ge(self, a: Any, b: int) -> Any: ...
+    def le(self, a: Any, b: int) -> Any: ...
+
+
+class _PyLogic:
+    def and_(self, *xs: bool) -> bool:
+        return all(xs)
+
+    def or_(self, *xs: bool) -> bool:
+        return any(xs)
+
+    def not_(self, x: bool) -> bool:
+        return not x
+
+    def implies(self, a: bool, b: bool) -> bool:
+        return (not a) or b
+
+    def iff(self, a: bool, b: bool) -> bool:
+        return a == b
+
+    def eq(self, a: int, b: int) -> bool:
+        return a == b
+
+    def ge(self, a: int, b: int) -> bool:
+        return a >= b
+
+    def le(self, a: int, b: int) -> bool:
+        return a <= b
+
+
+PY_LOGIC = _PyLogic()
+
+
+@dataclass(frozen=True)
+class BlockView(Generic[B, I]):
+    """One block, as terms: `is_state(s)` is true iff the block is in state s."""
+
+    is_state: Callable[[State], B]
+    ref: I
+    in_list: B
+
+
+BlockInvariant = Callable[[Logic, BlockView[Any, Any]], Any]
+
+
+def inv_state_admits_ref(lg: Logic, b: BlockView[Any, Any]) -> Any:
+    """Each resident state's ref count lies in its declared range."""
+    parts = []
+    for spec in CPU_MACHINE.states:
+        if not spec.resident or spec.ref_min is None:
+            continue
+        bound = lg.ge(b.ref, spec.ref_min)
+        if spec.ref_max is not None:
+            bound = lg.and_(bound, lg.le(b.ref, spec.ref_max))
+        parts.append(lg.implies(b.is_state(spec.state), bound))
+    return lg.and_(*parts)
+
+
+def _resident(lg: Logic, b: BlockView[Any, Any]) -> Any:
+    return lg.or_(*(b.is_state(s.state) for s in CPU_MACHINE.states if s.resident))
+
+
+def inv_ref_at_least_minus_one(lg: Logic, b: BlockView[Any, Any]) -> Any:
+    """A resident block's ref count is never below -1."""
+    return lg.implies(_resident(lg, b), lg.ge(b.ref, -1))
+
+
+def inv_pending_iff_store_ref(lg: Logic, b: BlockView[Any, Any]) -> Any:
+    """A resident block is PENDING exactly when its ref count is -1."""
+    return lg.implies(
+        _resident(lg, b), lg.iff(b.is_state(CpuState.PENDING), lg.eq(b.ref, -1))
+    )
+
+
+def inv_evictable_iff_idle(lg: Logic, b: BlockView[Any, Any]) -> Any:
+    """In the evictable list exactly when resident and ref_cnt == 0."""
+    return lg.iff(b.in_list, lg.and_(_resident(lg, b), lg.eq(b.ref, 0)))
+
+
+def inv_flag_matches_state(lg: Logic, b: BlockView[Any, Any]) -> Any:
+    """In the evictable list exactly when the state's declared flag is set."""
+    flagged = [b.is_state(s.state) for s in CPU_MACHINE.states if s.flag]
+    return lg.iff(b.in_list, lg.or_(*flagged))
+
+
+BLOCK_INVARIANTS: dict[str, BlockInvariant] = {
+    "state_admits_ref": inv_state_admits_ref,
+    "ref_at_least_minus_one": inv_ref_at_least_minus_one,
+    "pending_iff_store_ref": inv_pending_iff_store_ref,
+    "evictable_iff_idle": inv_evictable_iff_idle,
+    "flag_matches_state": inv_flag_matches_state,
+}
+
+
+def _state_test(actual: State) -> Callable[[State], bool]:
+    return lambda s: s is actual
+
+
+def block_views(snap: ManagerSnapshot) -> list[BlockView[bool, int]]:
+    """Python views of every resident block (the list membership from LRU's policy)."""
+    in_list: set[object] | None = None
+    if isinstance(snap.policy, LruPolicySnapshot):
+        in_list = set(snap.policy.evictable)
+    views: list[BlockView[bool, int]] = []
+    for e in snap.blocks:
+        listed = e.key in in_list if in_list is not None else e.state is CpuState.READY
+        views.append(BlockView(is_state=_state_test(e.state), ref=e.ref_cnt, in_list=listed))
+    return views
+
+
+# ---------------------------------------------------------------- snapshot level
+
+
+def inv_counters_match(snap: ManagerSnapshot) -> bool:
+    """Each declared counter equals the number of blocks in its state."""
+    counts: Counter[State] = Counter(e.state for e in snap.blocks)
+    values = {"num_evictable": snap.num_evictable, "num_pending": snap.num_pending}
+    return all(values[name] == counts[st] for name, st in CPU_MACHINE.counters.items())
+
+
+def inv_slot_partition(snap: ManagerSnapshot) -> bool:
+    """Slots split into fresh [high_water, N), the free stack and owned, disjointly."""
+    owned = [e.slot for e in snap.blocks]
+    used = owned + list(snap.free_stack)
+    return (
+        0 <= snap.high_water <= snap.num_blocks
+        and len(set(used)) == len(used)
+        and sorted(used) == list(range(snap.high_water))
+    )
+
+
+def inv_capacity(snap: ManagerSnapshot) -> bool:
+    """No more resident blocks than slots."""
+    return len(snap.blocks) <= snap.num_blocks
+
+
+def inv_lru_list_exact(snap: ManagerSnapshot) -> bool:
+    """LRU: the evictable list holds each READY key exactly once, and nothing else."""
+    if not isinstance(snap.policy, LruPolicySnapshot):
+        return True
+    order = snap.policy.evictable
+    ready = {e.key for e in snap.blocks if e.state is CpuState.READY}
+    return len(set(order)) == len(order) and set(order) == ready
+
+
+def inv_arc_lists_disjoint(snap: ManagerSnapshot) -> bool:
+    """ARC: T1, T2, B1, B2 pairwise disjoint and each without repeats."""
+    if not isinstance(snap.policy, ArcPolicySnapshot):
+        return True
+    p = snap.policy
+    allk = list(p.t1) + list(p.t2) + list(p.b1) + list(p.b2)
+    return len(set(allk)) == len(allk)
+
+
+def inv_arc_residents_tracked(snap: ManagerSnapshot) -> bool:
+    """ARC: T1 ∪ T2 is exactly the set of resident keys."""
+    if not isinstance(snap.policy, ArcPolicySnapshot):
+        return True
+    return set(snap.policy.t1) | set(snap.policy.t2) == {e.key for e in snap.blocks}
+
+
+def inv_arc_bounds(snap: ManagerSnapshot) -> bool:
+    """ARC: each ghost list holds at most N keys and 0 <= target <= N."""
+    if not isinstance(snap.policy, ArcPolicySnapshot):
+        return True
+    p, n = snap.policy, snap.num_blocks
+    return len(p.b1) <= n and len(p.b2) <= n and 0 <= p.target <= n
+
+
+def inv_blocks_hold(snap: ManagerSnapshot) -> bool:
+    """Every block invariant holds for every resident block."""
+    return all(
+        bool(inv(PY_LOGIC, view))
+        for view in block_views(snap)
+        for inv in BLOCK_INVARIANTS.values()
+    )
+
+
+SNAPSHOT_INVARIANTS: dict[str, Callable[[ManagerSnapshot], bool]] = {
+    "blocks_hold": inv_blocks_hold,
+    "counters_match": inv_counters_match,
+    "slot_partition": inv_slot_partition,
+    "capacity": inv_capacity,
+    "lru_list_exact": inv_lru_list_exact,
+    "arc_lists_disjoint": inv_arc_lists_disjoint,
+    "arc_residents_tracked": inv_arc_residents_tracked,
+    "arc_bounds": inv_arc_bounds,
+}
+
+INVARIANTS: dict[str, Callable[..., Any]] = {**BLOCK_INVARIANTS, **SNAPSHOT_INVARIANTS}
+"""Every named invariant, block-level and snapshot-level, by name."""
+
+
+def check_snapshot(snap: ManagerSnapshot) -> list[str]:
+    """Names of the invariants `snap` violates; empty when all hold.
+
+    For block invariants the name is reported once per offending block kind.
+    """
+    failed = [name for name, inv in SNAPSHOT_INVARIANTS.items() if not inv(snap)]
+    if "blocks_hold" in failed:
+        views = block_views(snap)
+        failed.extend(
+            name
+            for name, inv in BLOCK_INVARIANTS.items()
+            if not all(bool(inv(PY_LOGIC, v)) for v in views)
+        )
+    return failed
+
+
+def names(items: Iterable[str]) -> str:
+    return ", ".join(items)

@@ -1,0 +1,121 @@
+"""Result and snapshot types shared by the model and the implementation.
+
+All are frozen (immutable, comparable), so that a conformance check can compare
+a model result with an implementation result, or two snapshots, with `==`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import NewType
+
+from model.lifecycle import CpuState
+
+__all__ = [
+    "ArcPolicySnapshot",
+    "BlockEntry",
+    "BlockId",
+    "Key",
+    "LookupResult",
+    "LruPolicySnapshot",
+    "ManagerSnapshot",
+    "OffloadingEvent",
+    "OpaquePolicySnapshot",
+    "PolicySnapshot",
+    "PrepareStoreOutput",
+    "SlotId",
+]
+
+Key = Hashable
+"""A CPU block key: any hashable value (vLLM uses `bytes` block hashes)."""
+
+SlotId = NewType("SlotId", int)
+"""A CPU slot index in `[0, num_blocks)`."""
+
+BlockId = NewType("BlockId", int)
+"""A GPU block id in `[0, num_gpu_blocks)`; 0 is the null block."""
+
+
+class LookupResult(enum.Enum):
+    """What `lookup(key)` reports."""
+
+    MISS = "miss"  # ABSENT
+    HIT_PENDING = "hit_pending"  # PENDING: resident but not yet readable
+    HIT = "hit"  # READY or LOADING
+
+
+@dataclass(frozen=True)
+class PrepareStoreOutput:
+    """The answer of `prepare_store`: which keys to store, where, and who was evicted."""
+
+    keys_to_store: list[Key] = field(default_factory=list)
+    slot_ids: list[int] = field(default_factory=list)
+    evicted_keys: list[Key] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class OffloadingEvent:
+    """Keys that became stored (`removed=False`) or were evicted (`removed=True`)."""
+
+    keys: tuple[Key, ...]
+    removed: bool
+
+
+@dataclass(frozen=True)
+class BlockEntry:
+    """One resident block as seen in a snapshot."""
+
+    key: Key
+    state: CpuState
+    ref_cnt: int
+    slot: int
+
+
+@dataclass(frozen=True)
+class LruPolicySnapshot:
+    """LRU: the evictable list, least recent first."""
+
+    evictable: tuple[Key, ...]
+
+
+@dataclass(frozen=True)
+class ArcPolicySnapshot:
+    """ARC: the four lists, least recent first, and the adaptive target."""
+
+    t1: tuple[Key, ...]
+    t2: tuple[Key, ...]
+    b1: tuple[Key, ...]
+    b2: tuple[Key, ...]
+    target: float
+
+
+@dataclass(frozen=True)
+class OpaquePolicySnapshot:
+    """A third-party policy's state, as whatever comparable value it reports."""
+
+    name: str
+    state: Hashable
+
+
+PolicySnapshot = LruPolicySnapshot | ArcPolicySnapshot | OpaquePolicySnapshot
+
+
+@dataclass(frozen=True)
+class ManagerSnapshot:
+    """Everything observable about a manager, identical in shape for model and impl.
+
+    `blocks` holds one entry per resident key (a set: keys need not be orderable);
+    `free_stack` lists freed slot ids bottom to top (the next reuse is the last);
+    `high_water` is the number of slot ids ever handed out (fresh ids start there).
+    """
+
+    num_blocks: int
+    blocks: frozenset[BlockEntry]
+    free_stack: tuple[int, ...]
+    high_water: int
+    num_evictable: int
+    num_pending: int
+    pending_events: tuple[OffloadingEvent, ...]
+    policy: PolicySnapshot

@@ -1,0 +1,34 @@
+"""Which groups of obligations `evictable verify` runs, in order.
+
+Each group is a module exposing `obligations(level) -> list[Obligation]`, where
+`level` is "quick", "default" or "thorough" (bounds and example counts grow with
+it). Z3 proofs, the explorer and the conformance runs are all obligations, so one
+runner and one report cover them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Literal
+
+from proofs.obligations import Obligation
+
+__all__ = ["GROUPS", "Level", "collect"]
+
+Level = Literal["quick", "default", "thorough"]
+
+GROUPS: tuple[str, ...] = (
+    "proofs.lifecycle",
+    "proofs.counters",
+    "proofs.eviction",
+    "proofs.conformance",
+)
+
+
+def collect(level: Level, groups: tuple[str, ...] = GROUPS) -> list[Obligation]:
+    """Every obligation of every group, in group order."""
+    out: list[Obligation] = []
+    for mod_name in groups:
+        mod = importlib.import_module(mod_name)
+        out.extend(mod.obligations(level))
+    return out

@@ -130,16 +130,19 @@ class RefUpdate:
             raise TableError(f"'add' applied to a block without a ref count: {self}")
         return ref + self.value
 
-    def describe(self, guard: RefGuard) -> str:
-        """Human text for the docs table, e.g. `0 -> 1` or `:= -1`."""
+    def describe(self, guard: RefGuard, fixed_ref: int | None = None) -> str:
+        """Human text for the docs table, e.g. `0 → 1` or `:= −1`.
+
+        `fixed_ref` is the source state's ref count when that state admits only one.
+        """
         if self.op == "set":
-            return f":= {self.value}"
-        if self.op == "clear":
-            return "—"
-        if self.op == "keep":
+            return f":= {self.value}".replace("-", "−")
+        if self.op in ("clear", "keep"):
             return "—"
         sign = "+" if self.value >= 0 else "−"
         mag = abs(self.value)
+        if fixed_ref is not None:
+            return f"{fixed_ref} → {fixed_ref + self.value}"
         if guard is RefGuard.EQ_ONE:
             return f"1 → {1 + self.value}"
         if guard is RefGuard.GE_TWO:
@@ -187,6 +190,11 @@ class StateSpec:
         if ref is None or self.ref_min is None:
             return False
         return ref >= self.ref_min and (self.ref_max is None or ref <= self.ref_max)
+
+    @property
+    def fixed_ref(self) -> int | None:
+        """The one ref count this state admits, or None if it admits a range or none."""
+        return self.ref_min if self.resident and self.ref_min == self.ref_max else None
 
     def ref_text(self) -> str:
         if not self.resident:

@@ -24,5 +24,11 @@ class BlockStatus:
         """True once the store has committed (ref_cnt >= 0)."""
         return self.ref_cnt >= 0
 
+    def __deepcopy__(self, memo: dict[int, object]) -> BlockStatus:
+        """A status record is an identity shared by a manager and its policy: a deep copy
+        of a policy's state (`CachePolicy.checkpoint`) keeps referring to the same records.
+        """
+        return self
+
     def __repr__(self) -> str:
         return f"BlockStatus(block_id={self.block_id}, ref_cnt={self.ref_cnt})"

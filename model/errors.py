@@ -24,7 +24,9 @@ __all__ = [
     "ForeignBlockError",
     "InsufficientFreeBlocksError",
     "InvalidArgumentError",
+    "InvariantViolationError",
     "LifecycleError",
+    "NotInFlightError",
     "NotLoadingError",
     "QueueEmptyError",
     "RefCountUnderflowError",
@@ -169,6 +171,14 @@ class ConcurrentModificationError(LifecycleError, RuntimeError):
         super().__init__("free queue modified during iteration")
 
 
+class NotInFlightError(LifecycleError, ValueError):
+    """A lazy-offload store was completed or aborted for a block it did not select."""
+
+    def __init__(self, block_ids: Iterable[int]) -> None:
+        ids = tuple(block_ids)
+        super().__init__(f"no offload in flight for block {list(ids)}", block_ids=ids)
+
+
 class RefCountUnderflowError(LifecycleError, ValueError):
     """A free or release would take a ref count below its floor."""
 
@@ -181,3 +191,17 @@ class RefCountUnderflowError(LifecycleError, ValueError):
         ks, ids = tuple(keys), tuple(block_ids)
         what = _keys_text(ks) if ks else str(list(ids))
         super().__init__(f"ref count underflow: {what}", keys=ks, block_ids=ids)
+
+
+class InvariantViolationError(LifecycleError, RuntimeError):
+    """An internal consistency check failed: a bug in a manager or its policy, not bad input.
+
+    Attributes:
+        names: the names of the violated invariants (see `model.invariants`).
+    """
+
+    def __init__(self, names: Iterable[str], detail: str = "") -> None:
+        ns = tuple(names)
+        text = f"invariant violated: {', '.join(ns)}" + (f" ({detail})" if detail else "")
+        super().__init__(text)
+        self.names = ns

@@ -9,9 +9,10 @@ evictable blocks (the fast LRU, ARC) use those hooks; others may ignore them.
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Set
-from typing import ClassVar
+from collections.abc import Iterable, Iterator, Set
+from typing import ClassVar, cast
 
 from impl.block import BlockStatus
 from model.types import Key, PolicySnapshot
@@ -21,6 +22,8 @@ __all__ = ["CachePolicy"]
 
 class CachePolicy(ABC):
     """Base class of every eviction policy; resolved by name through the factory."""
+
+    __slots__ = ("cache_capacity",)
 
     name: ClassVar[str] = "abstract"
 
@@ -57,9 +60,45 @@ class CachePolicy(ABC):
     def mark_non_evictable(self, key: Key) -> None:  # noqa: B027 - optional hook
         """The key's ref count just went 0 -> 1. Default: nothing."""
 
+    def checkpoint(self) -> object:
+        """Capture the policy's state so that `rollback` can restore it exactly.
+
+        The manager calls this before a call that may invoke several policy methods
+        (for any policy that is not one of the built-in classes), and
+        `rollback(saved)` if one of them raises, so that a hook failing half-way
+        through a batch leaves the policy as it was (all-or-nothing). The manager
+        restores the ref counts of its `BlockStatus` records itself.
+        Default: one deep copy of every attribute, with `BlockStatus` records kept
+        shared (they are identities, see `BlockStatus.__deepcopy__`).
+        Complexity: O(n); override with an undo journal to make it O(1).
+        """
+        return copy.deepcopy({name: getattr(self, name) for name in _state_names(self)})
+
+    def rollback(self, saved: object) -> None:
+        """Restore the state captured by `checkpoint` (each token is used at most once)."""
+        for name, value in cast(dict[str, object], saved).items():
+            setattr(self, name, value)
+
     @abstractmethod
     def snapshot(self) -> PolicySnapshot:
         """The observable policy state (see `model.types`)."""
 
     def check_invariants(self) -> None:  # noqa: B027 - optional
         """Raise `AssertionError`-free `RuntimeError` on internal inconsistency. Default: none."""
+
+
+def _state_names(policy: CachePolicy) -> Iterator[str]:
+    """The names of a policy's set attributes: its `__slots__` (every class) and `__dict__`."""
+    seen: set[str] = set()
+    for cls in type(policy).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name in ("__dict__", "__weakref__") or name in seen:
+                continue
+            seen.add(name)
+            if hasattr(policy, name):
+                yield name
+    for name in getattr(policy, "__dict__", {}):
+        if name not in seen:
+            seen.add(name)
+            yield name

@@ -1,0 +1,292 @@
+"""The reference CPU offloading manager: the executable form of DESIGN.md §4.
+
+Written for clarity; the fast path is `impl.manager.CPUOffloadingManager`, which is
+checked against this one step by step (same results, same errors, same snapshots).
+
+Each key has a lifecycle position (`Phase`: state and ref count, from
+`model.lifecycle`) and, while resident, a slot. Every per-key change is one call of
+`model.lifecycle.step` on `CPU_MACHINE`; which events a key accepts, which error a
+refused event raises and which policy hook a change owes (`derive_hook`) all come
+from the table. Nothing here restates a lifecycle rule.
+
+All-or-nothing: each public method validates its whole input first (argument shape,
+then duplicates, then the per-key table checks in input order) and only then
+mutates. The model's policies are total on their preconditions, so once validation
+passes a call cannot fail half way.
+
+Slots: a key entering residency takes a never-used ("fresh") slot, ascending from the
+high-water mark, else the most recently freed one (a LIFO stack); a key leaving
+residency pushes its slot onto that stack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from model.arc import ModelArc
+from model.errors import InvariantViolationError
+from model.lifecycle import (
+    CPU_MACHINE,
+    CpuEvent,
+    CpuState,
+    Hook,
+    Phase,
+    Transition,
+    derive_hook,
+    step,
+)
+from model.lru import ModelLru
+from model.policy import ModelPolicy
+from model.types import (
+    BlockEntry,
+    Key,
+    LookupResult,
+    ManagerSnapshot,
+    OffloadingEvent,
+    PrepareStoreOutput,
+    SlotId,
+)
+from model.validate import (
+    check_enable_events,
+    check_key,
+    check_keys,
+    check_keys_and_success,
+    check_num_blocks,
+    check_policy_name,
+    touch_keys,
+)
+
+__all__ = ["MODEL_POLICIES", "ModelManager", "Resident"]
+
+MODEL_POLICIES: dict[str, Callable[[int], ModelPolicy]] = {
+    "lru": ModelLru,
+    "arc": ModelArc,
+}
+"""Reference policies by name; each is built with the manager's `num_blocks`."""
+
+ABSENT = Phase(CpuState.ABSENT, None)
+
+
+@dataclass(frozen=True)
+class Resident:
+    """A resident key's lifecycle position and its slot."""
+
+    phase: Phase
+    slot: SlotId
+
+
+def fired_transition(phase: Phase, event: CpuEvent) -> Transition | None:
+    """The table row `event` fires from `phase`; None if the pair is ignored or rejected."""
+    for transition in CPU_MACHINE.transitions_from(phase.state, event):
+        if transition.guard.holds(phase.ref):
+            return transition
+    return None
+
+
+def is_resident(phase: Phase) -> bool:
+    """Whether the table declares the phase's state resident (holding a slot)."""
+    return CPU_MACHINE.spec(phase.state).resident
+
+
+class ModelManager:
+    """Reference CPU offloading manager (DESIGN.md §4)."""
+
+    def __init__(
+        self, num_blocks: int, policy: str = "lru", enable_events: bool = False
+    ) -> None:
+        self.num_blocks = check_num_blocks(num_blocks)
+        check_policy_name(policy, MODEL_POLICIES)
+        self.enable_events = check_enable_events(enable_events)
+        self.policy: ModelPolicy = MODEL_POLICIES[policy](self.num_blocks)
+        self.blocks: dict[Key, Resident] = {}
+        self.free_stack: list[SlotId] = []
+        self.high_water = 0
+        self.events: list[OffloadingEvent] = []
+
+    # ------------------------------------------------------------------ queries
+
+    def phase(self, key: Key) -> Phase:
+        """The key's lifecycle position (ABSENT with no ref count if not resident)."""
+        resident = self.blocks.get(key)
+        return resident.phase if resident is not None else ABSENT
+
+    def ref_of(self, key: Key) -> int | None:
+        """The key's ref count, None when ABSENT (what a policy may ask)."""
+        return self.phase(key).ref
+
+    def _count(self, counter: str) -> int:
+        """A counter declared by the table: the number of keys in its state."""
+        state = CPU_MACHINE.counters[counter]
+        return sum(1 for r in self.blocks.values() if r.phase.state is state)
+
+    @property
+    def num_evictable(self) -> int:
+        """Number of READY blocks."""
+        return self._count("num_evictable")
+
+    @property
+    def num_pending(self) -> int:
+        """Number of PENDING blocks."""
+        return self._count("num_pending")
+
+    def free_slot_count(self) -> int:
+        """Slots a new key could take: the fresh ones plus the freed ones."""
+        return (self.num_blocks - self.high_water) + len(self.free_stack)
+
+    # ------------------------------------------------------------------ one key, one event
+
+    def _take_slot(self) -> SlotId:
+        """A fresh slot (ascending from the high-water mark), else the last freed one."""
+        if self.high_water < self.num_blocks:
+            self.high_water += 1
+            return SlotId(self.high_water - 1)
+        if not self.free_stack:
+            # Callers check free_slot_count() first; reaching this is a manager bug.
+            raise InvariantViolationError(["slot_partition"], "no free slot to take")
+        return self.free_stack.pop()
+
+    def _fire(self, key: Key, event: CpuEvent) -> None:
+        """Apply one table event to one key.
+
+        The table decides the new phase (or raises its named error, or ignores the
+        event); entering residency takes a slot, leaving it frees the slot; the hook
+        the transition owes (`derive_hook`) goes to the policy.
+        """
+        before = self.blocks.get(key)
+        phase = before.phase if before is not None else ABSENT
+        transition = fired_transition(phase, event)
+        after = step(CPU_MACHINE, phase, event, key)
+        if is_resident(after):
+            slot = before.slot if before is not None else self._take_slot()
+            self.blocks[key] = Resident(after, slot)
+        elif before is not None:
+            del self.blocks[key]
+            self.free_stack.append(before.slot)
+        if transition is not None:
+            self._call_hook(derive_hook(CPU_MACHINE, transition), key)
+
+    def _call_hook(self, hook: Hook, key: Key) -> None:
+        """Tell the policy about an evictable flip: on -> mark_evictable, off -> the other."""
+        if hook is Hook.FLAG_ON:
+            self.policy.mark_evictable(key)
+        elif hook is Hook.FLAG_OFF:
+            self.policy.mark_non_evictable(key)
+
+    def _emit(self, keys: list[Key], removed: bool) -> None:
+        """Buffer one event for `keys` (when events are on and there is a key)."""
+        if self.enable_events and keys:
+            self.events.append(OffloadingEvent(keys=tuple(keys), removed=removed))
+
+    # ------------------------------------------------------------------ the API
+
+    def lookup(self, key: Key) -> LookupResult:
+        """MISS (absent), HIT_PENDING (resident, not loadable yet) or HIT. No side effect."""
+        check_key(key)
+        phase = self.phase(key)
+        if not is_resident(phase):
+            return LookupResult.MISS
+        if fired_transition(phase, CpuEvent.LOAD_BEGIN) is None:
+            return LookupResult.HIT_PENDING
+        return LookupResult.HIT
+
+    def prepare_store(self, keys: object) -> PrepareStoreOutput | None:
+        """Make room for the absent keys and mark them PENDING; None if no room can be made."""
+        batch, protected = check_keys(keys)
+        to_store = [
+            k for k in batch
+            if fired_transition(self.phase(k), CpuEvent.STORE_BEGIN) is not None
+        ]
+        if not to_store:
+            return PrepareStoreOutput([], [], [])  # nothing to store, even with no free space
+        need = len(to_store) - self.free_slot_count()
+        victims: list[Key] = []
+        if need > 0:
+            chosen = self.policy.evict(need, protected, self.ref_of)
+            if chosen is None:
+                return None  # the policy cannot supply enough victims: nothing changes
+            victims = chosen
+        for key in victims:
+            self._fire(key, CpuEvent.EVICT)
+        for key in to_store:
+            self._fire(key, CpuEvent.STORE_BEGIN)
+            self.policy.insert(key)
+        self._emit(victims, removed=True)
+        slots = [int(self.blocks[key].slot) for key in to_store]
+        return PrepareStoreOutput(keys_to_store=to_store, slot_ids=slots, evicted_keys=victims)
+
+    def complete_store(self, keys: object, success: bool = True) -> list[Key]:
+        """PENDING keys commit (READY) or abort (ABSENT); other keys are ignored."""
+        batch, _ = check_keys_and_success(keys, success)
+        event = CpuEvent.STORE_COMMIT if success else CpuEvent.STORE_ABORT
+        acted = [k for k in batch if fired_transition(self.phase(k), event) is not None]
+        for key in acted:
+            self._fire(key, event)
+            if not success:
+                self.policy.remove(key)
+        if success:
+            self._emit(acted, removed=False)
+        return acted
+
+    def prepare_load(self, keys: object) -> list[int]:
+        """Pin every key for one more load; return their slots in key order."""
+        batch, _ = check_keys(keys)
+        for key in batch:
+            step(CPU_MACHINE, self.phase(key), CpuEvent.LOAD_BEGIN, key)  # must be loadable
+        for key in batch:
+            self._fire(key, CpuEvent.LOAD_BEGIN)
+        return [int(self.blocks[key].slot) for key in batch]
+
+    def complete_load(self, keys: object) -> None:
+        """Unpin every key once; a key reaching ref 0 becomes evictable."""
+        batch, _ = check_keys(keys)
+        for key in batch:
+            step(CPU_MACHINE, self.phase(key), CpuEvent.LOAD_END, key)  # must be loading
+        for key in batch:
+            self._fire(key, CpuEvent.LOAD_END)
+
+    def touch(self, keys: object) -> None:
+        """A recency hint, handed to the policy; never raises."""
+        self.policy.touch(touch_keys(keys), self.ref_of)
+
+    def reset_cache(self) -> None:
+        """Every block ABSENT, all slots fresh, policy cleared; buffered events stay."""
+        for key in list(self.blocks):
+            self._fire(key, CpuEvent.RESET)
+        self.free_stack.clear()
+        self.high_water = 0
+        self.policy.clear()
+
+    def take_events(self) -> list[OffloadingEvent]:
+        """The buffered events, oldest first; the buffer is emptied."""
+        events = list(self.events)
+        self.events.clear()
+        return events
+
+    def snapshot(self) -> ManagerSnapshot:
+        """Everything observable, as a frozen value comparable with the implementation's."""
+        return ManagerSnapshot(
+            num_blocks=self.num_blocks,
+            blocks=frozenset(
+                BlockEntry(key, _cpu_state(r.phase), _ref(r.phase), r.slot)
+                for key, r in self.blocks.items()
+            ),
+            free_stack=tuple(self.free_stack),
+            high_water=self.high_water,
+            num_evictable=self.num_evictable,
+            num_pending=self.num_pending,
+            pending_events=tuple(self.events),
+            policy=self.policy.snapshot(),
+        )
+
+
+def _cpu_state(phase: Phase) -> CpuState:
+    if not isinstance(phase.state, CpuState):
+        raise InvariantViolationError(["state_admits_ref"], f"{phase} is not a CPU state")
+    return phase.state
+
+
+def _ref(phase: Phase) -> int:
+    if phase.ref is None:
+        raise InvariantViolationError(["state_admits_ref"], f"resident {phase} without ref")
+    return phase.ref

@@ -1,0 +1,23 @@
+"""Lock-step conformance: impl free queue vs the model (proofs/gpu_conformance.py).
+
+Examples come from the Hypothesis profile (tests/conftest.py); the step count is bounded.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import settings
+
+from proofs.gpu_conformance import queue_machine, run_machine
+from proofs.gpu_seeded import SEEDED_QUEUES
+from proofs.obligations import Status
+
+FreeQueueMachine = queue_machine()
+FreeQueueMachine.TestCase.settings = settings(settings(), stateful_step_count=40)
+TestFreeQueueConformance = FreeQueueMachine.TestCase
+
+
+@pytest.mark.parametrize("name", sorted(SEEDED_QUEUES))
+def test_seeded_broken_queue_is_refuted(name: str) -> None:
+    out = run_machine(queue_machine(SEEDED_QUEUES[name]), 200, 30, shrink=False)
+    assert out.status is Status.COUNTEREXAMPLE, f"seeded bug {name} slipped through"

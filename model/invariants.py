@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from model.lifecycle import CPU_MACHINE, CpuState, State
+from model.lifecycle import CPU_MACHINE, GPU_MACHINE, CpuState, Machine, State
 from model.types import (
     ArcPolicySnapshot,
     LruPolicySnapshot,
@@ -31,6 +31,7 @@ from model.types import (
 
 __all__ = [
     "BLOCK_INVARIANTS",
+    "GPU_BLOCK_INVARIANTS",
     "INVARIANTS",
     "PY_LOGIC",
     "SNAPSHOT_INVARIANTS",
@@ -38,6 +39,8 @@ __all__ = [
     "Logic",
     "block_views",
     "check_snapshot",
+    "idle",
+    "machine_block_invariants",
 ]
 
 B = TypeVar("B")
@@ -145,6 +148,54 @@ BLOCK_INVARIANTS: dict[str, BlockInvariant] = {
     "evictable_iff_idle": inv_evictable_iff_idle,
     "flag_matches_state": inv_flag_matches_state,
 }
+
+
+def _in_range(lg: Logic, b: BlockView[Any, Any], lo: int | None, hi: int | None) -> Any:
+    bound = lg.ge(b.ref, lo if lo is not None else 0)
+    return bound if hi is None else lg.and_(bound, lg.le(b.ref, hi))
+
+
+def idle(lg: Logic, machine: Machine, b: BlockView[Any, Any]) -> Any:
+    """The flag's meaning in ref-count terms: resident, not fixed, and the ref count in
+    the range of a flagged state (CPU: resident and ref == 0; GPU: not the null block
+    and ref == 0)."""
+    live = lg.or_(*(b.is_state(s.state) for s in machine.states if s.resident and not s.fixed))
+    ranges = lg.or_(*(_in_range(lg, b, s.ref_min, s.ref_max)
+                      for s in machine.states if s.flag and s.ref_min is not None))
+    return lg.and_(live, ranges)
+
+
+def machine_block_invariants(machine: Machine) -> dict[str, BlockInvariant]:
+    """The block invariants of any machine, derived generically from its state specs.
+
+    `state_admits_ref`: each resident state's ref count lies in its declared range.
+    `flag_matches_state`: the flag (list / queue membership) is the state's flag.
+    `flag_iff_idle`: the flag is set exactly when the block is `idle` (for the GPU
+    table: in the free queue exactly when ref_cnt == 0, the null block excepted).
+    """
+    specs = machine.states
+
+    def admits(lg: Logic, b: BlockView[Any, Any]) -> Any:
+        return lg.and_(*(
+            lg.implies(b.is_state(s.state), _in_range(lg, b, s.ref_min, s.ref_max))
+            for s in specs if s.resident and s.ref_min is not None
+        ))
+
+    def flag_matches(lg: Logic, b: BlockView[Any, Any]) -> Any:
+        return lg.iff(b.in_list, lg.or_(*(b.is_state(s.state) for s in specs if s.flag)))
+
+    def flag_iff_idle(lg: Logic, b: BlockView[Any, Any]) -> Any:
+        return lg.iff(b.in_list, idle(lg, machine, b))
+
+    return {
+        "state_admits_ref": admits,
+        "flag_matches_state": flag_matches,
+        "flag_iff_idle": flag_iff_idle,
+    }
+
+
+GPU_BLOCK_INVARIANTS: dict[str, BlockInvariant] = machine_block_invariants(GPU_MACHINE)
+"""The GPU block's inductive invariant: in the free queue ⇔ ref_cnt == 0 (null block aside)."""
 
 
 def _state_test(actual: State) -> Callable[[State], bool]:

@@ -1,0 +1,14 @@
+"""The implementation (policy "lru") against the model, in lock-step, under the active
+Hypothesis profile (`ci`: derandomized and bounded), with faults injected into policy hooks."""
+
+from __future__ import annotations
+
+from hypothesis import settings
+
+from impl.manager import CPUOffloadingManager
+from proofs.conformance import make_machine
+
+LruConformance = make_machine(CPUOffloadingManager, "lru", inject_faults=True)
+
+TestLruConformance = LruConformance.TestCase
+TestLruConformance.settings = settings(settings.default, stateful_step_count=40)

@@ -1,0 +1,26 @@
+"""The implementation with policy "arc" against the model ARC, in lock-step, under the
+active Hypothesis profile, with bad input and faults injected into policy hooks.
+
+`make_machine` adds the ARC rules of `proofs.arc_conformance` (ghost hits, evictions,
+settling pending and loading keys); ARC's four lists and its target are part of the
+compared snapshot.
+"""
+
+from __future__ import annotations
+
+from hypothesis import settings
+
+from impl.manager import CPUOffloadingManager
+from proofs.arc_conformance import ArcRules
+from proofs.conformance import make_machine
+
+ArcConformance = make_machine(CPUOffloadingManager, "arc", inject_faults=True)
+
+TestArcConformance = ArcConformance.TestCase
+TestArcConformance.settings = settings(settings.default, stateful_step_count=40)
+
+
+def test_arc_machine_has_the_arc_rules() -> None:
+    assert issubclass(ArcConformance, ArcRules)
+    for name in ("settle", "store_absent", "touch_lists", "pin_t2", "fallback_pressure"):
+        assert callable(getattr(ArcConformance, name))

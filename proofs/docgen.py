@@ -25,20 +25,21 @@ from model.lifecycle import (
 
 __all__ = [
     "SPEC_PATH",
+    "dot",
+    "main",
+    "mermaid",
+    "regions",
+    "rejections_table",
+    "render",
     "states_table",
     "transitions_table",
-    "rejections_table",
-    "mermaid",
-    "dot",
-    "regions",
-    "render",
-    "main",
 ]
 
 SPEC_PATH = Path(__file__).resolve().parent.parent / "docs" / "spec.md"
 
 _REGION = re.compile(
-    r"(<!-- BEGIN GENERATED: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- END GENERATED: (?P=name) -->)",
+    r"(<!-- BEGIN GENERATED: (?P<name>[\w-]+) -->\n)(?P<body>.*?)"
+    r"(<!-- END GENERATED: (?P=name) -->)",
     re.DOTALL,
 )
 
@@ -66,9 +67,10 @@ def transitions_table(m: Machine) -> str:
     """Markdown: event | from → to | ref effect | hook (derived from the flag flip)."""
     rows = ["| event | from → to | ref effect | hook |", "|---|---|---|---|"]
     for t in m.transitions:
+        effect = t.update.describe(t.guard, m.spec(t.source).fixed_ref)
+        hook = _hook_text(m, derive_hook(m, t))
         rows.append(
-            f"| `{t.event.value}` | {t.source.name} → {t.target.name} | "
-            f"{t.update.describe(t.guard, m.spec(t.source).fixed_ref)} | {_hook_text(m, derive_hook(m, t))} |"
+            f"| `{t.event.value}` | {t.source.name} → {t.target.name} | {effect} | {hook} |"
         )
     return "\n".join(rows)
 

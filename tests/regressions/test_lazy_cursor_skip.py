@@ -1,0 +1,175 @@
+"""The skip: ref-count-only cursor validation misses blocks (found by the explorer).
+
+Trace A (the shortest, 4 calls): the cursor block itself is taken, gets new
+content and is freed again; it rejoins at the back with ref_cnt 0, the walk
+resumes *after* it, and its new content is never visited.
+
+Trace B (7 calls): the cursor block jumps over a hashed block on its way to the
+back; the jumped-over block sits before the cursor, never visited, and the next
+allocation evicts it without it ever being offloaded.
+
+Trace C (13 calls): the same through a prefix hit -- the cursor rests on a block
+already offloaded, a request hits its prefix (`touch`) and finishes (`free`), and
+the block rejoins behind a block that still needs offloading.
+
+Against the model with `validation="refcount"` both violate scan completeness;
+against the model with generation validation and against `impl` they do not.
+"""
+
+from __future__ import annotations
+
+from impl.block_pool import BlockPool
+from impl.lazy_offload import LazyOffloadScanner
+from model.block_pool import ModelBlockPool
+from model.lazy_offload import (
+    ModelLazyOffload,
+    Validation,
+    check_scan,
+    inv_scan_complete,
+    no_stall_bound,
+)
+from model.types import BlockId
+from proofs.lazy_cursor import BOUNDS
+from proofs.lazy_explore import Action, apply, apply_impl, explore, invariants_check
+
+SHORTEST = [
+    Action("step", (1,)),  # visits block 1 (no hash): cursor on block 1
+    Action("get_new_blocks", (1,)),  # block 1 allocated: ref 1
+    Action("cache", (1, "a")),  # new content, hash 'a'
+    Action("free", (1,)),  # ref 0 again, hashed: rejoins at the back
+]
+
+JUMPED_OVER = [
+    Action("get_new_blocks", (1,)),
+    Action("cache", (1, "a")),
+    Action("free", (1,)),  # queue [2 3 1:a]
+    Action("step", (1,)),  # visits block 2 (no hash): cursor on block 2
+    Action("get_new_blocks", (1,)),  # block 2 allocated
+    Action("cache", (2, "b")),
+    Action("free", (2,)),  # queue [3 1:a 2:b]: block 2 jumped over block 1
+]
+
+PREFIX_HIT = [
+    Action("get_new_blocks", (1,)),
+    Action("cache", (1, "a")),
+    Action("free", (1,)),  # queue [2 3 1:a]
+    Action("step", (1,)),  # visits 2
+    Action("step", (1,)),  # visits 3
+    Action("step", (1,)),  # selects block 1 ('a')
+    Action("complete", (1,)),  # 'a' offloaded; block 1 back in the queue
+    Action("get_new_blocks", (1,)),  # block 2 allocated
+    Action("cache", (2, "b")),
+    Action("free", (2,)),  # queue [3 1:a 2:b]
+    Action("step", (1,)),  # visits block 1 (already offloaded): cursor on block 1
+    Action("touch", (1,)),  # a request hits prefix 'a': block 1 leaves the queue
+    Action("free", (1,)),  # the request ends: block 1 back, behind block 2
+]
+"""Trace C (13 calls), the everyday case: a prefix hit on the cursor block."""
+
+
+def _model(validation: Validation) -> ModelLazyOffload:
+    return ModelLazyOffload(ModelBlockPool(4), 1, validation)
+
+
+def _run_model(trace: list[Action], validation: Validation) -> ModelLazyOffload:
+    m = _model(validation)
+    for a in trace:
+        apply(m, a)
+    return m
+
+
+def _run_impl(trace: list[Action]) -> tuple[BlockPool, LazyOffloadScanner]:
+    pool = BlockPool(4)
+    box = [1]
+    scanner = LazyOffloadScanner(pool, 1, lambda: box[0])
+    for a in trace:
+        apply_impl(pool, scanner, a, box)
+        scanner.check_invariants()
+        pool.check_invariants()
+    return pool, scanner
+
+
+def test_explorer_finds_the_shortest_skip_for_refcount_validation() -> None:
+    found = explore(BOUNDS["quick"][0], Validation.REFCOUNT,
+                    invariants_check(("scan_complete",), pool_too=False))
+    assert found.violation is not None
+    assert found.actions == SHORTEST
+    m = _run_model(SHORTEST, Validation.REFCOUNT)
+    assert not inv_scan_complete(m.view())
+
+
+def test_refcount_validation_never_offloads_the_cursor_blocks_new_content() -> None:
+    m = _run_model(SHORTEST, Validation.REFCOUNT)
+    assert not inv_scan_complete(m.view())
+    for _ in range(4):
+        assert m.step(1) == []  # the walk resumes after block 1: nothing there
+    assert m.offloaded == set() and not m.in_flight
+
+
+def test_refcount_validation_skips_the_jumped_over_block_until_it_is_evicted() -> None:
+    m = _run_model(JUMPED_OVER, Validation.REFCOUNT)
+    assert m.pool.free_queue.order == [3, 1, 2]
+    assert not inv_scan_complete(m.view())
+    assert m.step(1) == []  # resumes after block 2, at the back
+    # Allocation pops blocks 3 and 1: block 1's content 'a' is evicted, never offloaded.
+    assert m.pool.get_new_blocks(2) == [BlockId(3), BlockId(1)]
+    assert "a" not in m.offloaded and not m.in_flight
+
+
+def test_refcount_validation_skips_the_block_behind_a_prefix_hit_cursor() -> None:
+    m = _run_model(PREFIX_HIT, Validation.REFCOUNT)
+    assert m.pool.free_queue.order == [3, 2, 1]
+    assert not inv_scan_complete(m.view())
+    for _ in range(no_stall_bound(3, 1)):
+        assert m.step(1) == []
+    assert "b" not in m.offloaded and not m.in_flight
+
+
+def test_generation_validation_keeps_scan_completeness_on_every_trace() -> None:
+    for trace, hashed in ((SHORTEST, [1]), (JUMPED_OVER, [1, 2]), (PREFIX_HIT, [2])):
+        m = _model(Validation.GENERATION)
+        for a in trace:
+            apply(m, a)
+            assert check_scan(m.view()) == []
+        # Restarted from the front: within the no-stall bound every hashed block is taken.
+        taken = [b for _ in range(no_stall_bound(3, 1)) for b in m.step(1)]
+        assert taken == hashed
+
+
+def test_impl_restarts_from_the_front_and_offloads_the_skipped_block() -> None:
+    pool, scanner = _run_impl(JUMPED_OVER)
+    assert scanner.step() == []  # stale cursor: restart at the front, block 3 (no hash)
+    selected = scanner.step()
+    assert [b.block_id for b in selected] == [1]
+    scanner.complete(selected)
+    assert scanner.is_offloaded("a")
+    assert [b.block_id for b in pool.get_new_blocks(2)] == [3, 2]  # 'a' was saved first
+    scanner.check_invariants()
+
+
+def test_impl_offloads_the_block_behind_a_prefix_hit_cursor() -> None:
+    _pool, scanner = _run_impl(PREFIX_HIT)
+    taken = [b.block_id for _ in range(no_stall_bound(3, 1)) for b in scanner.step()]
+    assert taken == [2]
+    scanner.check_invariants()
+
+
+def test_impl_offloads_the_cursor_blocks_new_content() -> None:
+    _pool, scanner = _run_impl(SHORTEST)
+    assert [b.block_id for b in scanner.step()] == []  # front: block 2 (no hash)
+    scanner.check_invariants()
+    assert [b.block_id for b in scanner.step()] == []  # block 3 (no hash)
+    assert [b.block_id for b in scanner.step()] == [1]  # block 1, content 'a'
+
+
+def test_every_lazy_obligation_is_proved_and_every_control_caught_at_quick_level() -> None:
+    from proofs.lazy_cursor import obligations
+    from proofs.obligations import run_all
+
+    results = run_all(obligations("quick"))
+    assert {r.name for r in results} >= {
+        "lazy.scan_complete", "lazy.scan_complete~neg", "lazy.no_stall~neg",
+        "lazy.no_stall.queue_unlink~neg", "lazy.z3.pool_ops_keep_scan_complete~neg"}
+    assert [(r.name, r.status.value) for r in results if not r.ok] == []
+    skip = next(r for r in results if r.name == "lazy.scan_complete~neg")
+    assert "pool.free_blocks([1])" in skip.counterexample

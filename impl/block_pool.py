@@ -20,6 +20,7 @@ from model.errors import (
     ForeignBlockError,
     InsufficientFreeBlocksError,
     InvalidArgumentError,
+    InvariantViolationError,
     RefCountUnderflowError,
 )
 from model.free_queue import repeated
@@ -216,7 +217,7 @@ class BlockPool:
         )
 
     def check_invariants(self) -> None:
-        """Raise `AssertionError` naming every broken pool or queue invariant.
+        """Raise `InvariantViolationError` naming every broken pool or queue invariant.
 
         Complexity: O(num_blocks).
         """
@@ -231,4 +232,4 @@ class BlockPool:
         if any(b.is_null for b in self.blocks[1:]):
             problems.append("a non-zero block is marked null")
         if problems:
-            raise AssertionError("block pool invariants broken: " + "; ".join(problems))
+            raise InvariantViolationError(problems, "block pool invariants broken")

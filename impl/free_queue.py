@@ -20,6 +20,7 @@ from model.errors import (
     ForeignBlockError,
     InsufficientFreeBlocksError,
     InvalidArgumentError,
+    InvariantViolationError,
     QueueEmptyError,
     StaleCursorError,
 )
@@ -412,7 +413,7 @@ class FreeKVCacheBlockQueue:
         )
 
     def check_invariants(self) -> None:
-        """Raise `AssertionError` naming every broken link property.
+        """Raise `InvariantViolationError` naming every broken link property.
 
         Checks: sentinels at the ends, link symmetry, every linked block owned by
         this queue, no cycle, the count equals the length, stamps distinct and
@@ -450,4 +451,4 @@ class FreeKVCacheBlockQueue:
         if len(set(stamps)) != len(stamps):
             problems.append("two links share a stamp")
         if problems:
-            raise AssertionError("free queue invariants broken: " + "; ".join(problems))
+            raise InvariantViolationError(problems, "free queue invariants broken")

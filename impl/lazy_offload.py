@@ -15,7 +15,12 @@ from collections.abc import Callable, Hashable, Sequence
 
 from impl.block_pool import BlockPool
 from impl.free_queue import Cursor, KVCacheBlock
-from model.errors import DuplicateBlocksError, InvalidArgumentError, NotInFlightError
+from model.errors import (
+    DuplicateBlocksError,
+    InvalidArgumentError,
+    InvariantViolationError,
+    NotInFlightError,
+)
 from model.free_queue import repeated
 from model.lazy_offload import (
     GHOST_FREE_INVARIANTS,
@@ -194,7 +199,7 @@ class LazyOffloadScanner:
         )
 
     def check_invariants(self) -> None:
-        """Raise `AssertionError` naming every broken scanner invariant.
+        """Raise `InvariantViolationError` naming every broken scanner invariant.
 
         Checks the ghost-free invariants of the model (`GHOST_FREE_INVARIANTS`): the
         hashed blocks before the cursor are offloaded (which implies scan
@@ -207,4 +212,4 @@ class LazyOffloadScanner:
             if self.pool.blocks[bid] is not block:
                 problems.append(f"in-flight block {bid} is not the pool's block")
         if problems:
-            raise AssertionError("lazy offload invariants broken: " + ", ".join(problems))
+            raise InvariantViolationError(problems, "lazy offload invariants broken")

@@ -11,6 +11,7 @@ from model.errors import (
     ForeignBlockError,
     InsufficientFreeBlocksError,
     InvalidArgumentError,
+    InvariantViolationError,
     RefCountUnderflowError,
 )
 
@@ -182,5 +183,5 @@ def test_rejects_bad_cache_calls() -> None:
 def test_check_invariants_detects_a_free_block_in_use() -> None:
     pool = BlockPool(3)
     pool.blocks[1].ref_cnt = 1  # linked but counted as in use
-    with pytest.raises(AssertionError, match="free_iff_ref_zero"):
+    with pytest.raises(InvariantViolationError, match="free_iff_ref_zero"):
         pool.check_invariants()

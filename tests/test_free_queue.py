@@ -13,6 +13,7 @@ from model.errors import (
     ForeignBlockError,
     InsufficientFreeBlocksError,
     InvalidArgumentError,
+    InvariantViolationError,
     QueueEmptyError,
     StaleCursorError,
 )
@@ -290,14 +291,14 @@ def test_rejects_cursor_for_unlinked_block() -> None:
 def test_check_invariants_detects_a_broken_link() -> None:
     q, bs = make(3)
     bs[2].prev_free_block = bs[0]  # corrupt the back link of block 2
-    with pytest.raises(AssertionError, match="prev of block 2"):
+    with pytest.raises(InvariantViolationError, match="prev of block 2"):
         q.check_invariants()
 
 
 def test_check_invariants_detects_a_wrong_count() -> None:
     q, _ = make(3)
     q.num_free_blocks = 2
-    with pytest.raises(AssertionError, match="count 2 != length 3"):
+    with pytest.raises(InvariantViolationError, match="count 2 != length 3"):
         q.check_invariants()
 
 

@@ -10,7 +10,12 @@ import pytest
 from impl.block_pool import BlockPool
 from impl.free_queue import KVCacheBlock
 from impl.lazy_offload import LazyOffloadScanner
-from model.errors import DuplicateBlocksError, InvalidArgumentError, NotInFlightError
+from model.errors import (
+    DuplicateBlocksError,
+    InvalidArgumentError,
+    InvariantViolationError,
+    NotInFlightError,
+)
 
 
 def _pool_with_hashes(hashes: list[Hashable | None]) -> BlockPool:
@@ -267,5 +272,5 @@ def test_check_invariants_catches_a_hashed_block_left_before_the_cursor() -> Non
     # Hashing a free block in place (outside the pool's contract) breaks the property.
     pool.blocks[1].block_hash = "x"
     pool.cached_block_hash_to_block["x"] = {1: pool.blocks[1]}
-    with pytest.raises(AssertionError, match="prefix_offloaded"):
+    with pytest.raises(InvariantViolationError, match="prefix_offloaded"):
         scanner.check_invariants()

@@ -1,8 +1,8 @@
 """The GPU block pool: allocation, prefix-hit touch, free, and prefix caching.
 
 Checked in lock-step against `model/block_pool.py` (the specification). Strict:
-a duplicate block in one `free_blocks` call (a double free) or a free at ref 0 is
-a named error raised before anything changes.
+a duplicate block in one `free_blocks` call (a double free), a free at ref 0, or
+caching a free block is a named error raised before anything changes.
 """
 
 from __future__ import annotations
@@ -157,9 +157,11 @@ class BlockPool:
     def cache_block(self, block: KVCacheBlock, block_hash: Hashable) -> None:
         """Record that `block` holds the content named `block_hash`.
 
-        Pre: caching enabled, `block` of this pool, not the null block, not already
-        hashed, `block_hash` not None (else `ForeignBlockError` /
-        `InvalidArgumentError`).
+        Pre, checked in this order (else `ForeignBlockError`, then
+        `InvalidArgumentError`; nothing changed): `block` of this pool, caching
+        enabled, not the null block, `block_hash` not None, `block` in use
+        (ref_cnt >= 1: a free block is refused, since hashed in place it could sit
+        behind a lazy offload scanner's cursor), not already hashed.
         Complexity: O(1).
         """
         self._check_ours([block])
@@ -170,6 +172,11 @@ class BlockPool:
             raise InvalidArgumentError("the null block (block 0) cannot be cached")
         if block_hash is None:
             raise InvalidArgumentError(f"block hash for block {bid} must not be None")
+        if block.ref_cnt == 0:
+            raise InvalidArgumentError(
+                f"cannot cache a free block: block {bid} has ref_cnt 0 "
+                "(blocks are cached only while in use)"
+            )
         if block.block_hash is not None:
             raise InvalidArgumentError(f"block {bid} is already cached")
         block.block_hash = block_hash

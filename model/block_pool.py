@@ -8,8 +8,9 @@ for that step: the flag "in free queue" turning on links the block (at the back
 when it has a hash, at the front when not), turning off unlinks it.
 
 Prefix caching maps a block hash to the blocks that hold it, in the order they
-were cached; `get_cached_block` answers with the first. Allocating a block that
-has a hash evicts it from that map.
+were cached; `get_cached_block` answers with the first. Only a block in use can be
+cached (as in vLLM, where a request's full blocks are hashed while it holds them):
+a free block is refused. Allocating a block that has a hash evicts it from that map.
 
 Every event validates all of its input before it changes anything.
 
@@ -189,6 +190,13 @@ class ModelBlockPool:
         # None is not a hash.
         if block_hash is None:
             raise InvalidArgumentError(f"block hash for block {block_id} must not be None")
+        # Only a block a request holds gets content: a free block hashed in place could
+        # sit behind a lazy offload scanner's cursor, where no cursor-based scan sees it.
+        if self.phase[block_id].state is GpuState.FREE:
+            raise InvalidArgumentError(
+                f"cannot cache a free block: block {block_id} has ref_cnt 0 "
+                "(blocks are cached only while in use)"
+            )
         # A block is cached under one hash at a time.
         if block_id in self.block_hash:
             raise InvalidArgumentError(f"block {block_id} is already cached")

@@ -42,9 +42,11 @@ Capacity: `step(capacity)` selects at most `capacity` blocks (the free CPU slots
 The walk stops *before* the first block it would select beyond that, so such a
 block stays after the cursor and is visited again on a later step.
 
-Assumption on the pool: a block gets its hash while it is in use (as in vLLM,
-where only a request's full blocks are cached). A free block hashed in place,
-behind the cursor, could not be seen by any cursor-based scan.
+A rule of the pool this relies on: a block gets its hash only while it is in use
+(as in vLLM, where only a request's full blocks are cached), and
+`ModelBlockPool.cache_block` refuses a free block. A free block hashed in place,
+behind the cursor, could not be seen by any cursor-based scan: hashed content
+enters the free queue only through a free, at the back, after the cursor.
 
 Written for clarity, not speed: `impl/lazy_offload.py` is the fast path, checked
 against this model in lock-step.

@@ -97,6 +97,19 @@ def _none(_: object) -> None:
     return None
 
 
+def _keep_message(call: Callable[[], T], messages: list[str]) -> Callable[[], T]:
+    """`call`, recording the text of the `LifecycleError` it raises (then re-raising)."""
+
+    def run() -> T:
+        try:
+            return call()
+        except LifecycleError as exc:
+            messages.append(str(exc))
+            raise
+
+    return run
+
+
 class _LockStep(RuleBasedStateMachine):
     """Shared plumbing: the trace, comparison, live iterators and held cursors."""
 
@@ -359,8 +372,35 @@ class _PoolMachine(_LockStep):
 
     @rule(b=st.integers(0, POOL_BLOCKS), h=st.sampled_from(["x", "y", "z", None]))
     def cache_block(self, b: int, h: str | None) -> None:
+        """Any block id: valid for a block in use, else a bad input (foreign, null,
+        None hash, free block, already cached)."""
         self.both(f"cache_block({b}, {h!r})", lambda: self.m.cache_block(BlockId(b), h),
                   lambda: self.i.cache_block(self._block(b), h))
+
+    @rule(data=st.data(), h=st.sampled_from(["x", "y", "z"]))
+    def cache_in_use_block(self, data: st.DataObject, h: str) -> None:
+        """Cache a block a request holds (the only blocks that may be cached)."""
+        in_use = [b for b in range(1, POOL_BLOCKS) if self.m.ref_cnt(BlockId(b)) > 0]
+        if in_use:
+            self.cache_block(data.draw(st.sampled_from(in_use)), h)
+
+    @rule(data=st.data(), h=st.sampled_from(["x", "y", "z"]))
+    def cache_free_block(self, data: st.DataObject, h: str) -> None:
+        """Bad input: cache a free block (hashed or not). Both sides must refuse it with
+        the same error and the same message naming the block, and change nothing."""
+        free = list(self.m.free_queue.order)
+        if not free:
+            return
+        b = int(data.draw(st.sampled_from(free)))
+        messages: list[str] = []
+        got = self.both(f"cache_block({b}, {h!r})  # free block",
+                        _keep_message(lambda: self.m.cache_block(BlockId(b), h), messages),
+                        _keep_message(lambda: self.i.cache_block(self._block(b), h), messages))
+        if got[0] != "err":
+            self.fail(f"cache_block({b}) of a free block was accepted")
+        model_msg, impl_msg = messages
+        if model_msg != impl_msg or f"free block: block {b} " not in model_msg:
+            self.fail(f"free-block messages: model {model_msg!r}, impl {impl_msg!r}")
 
     @rule(h=st.sampled_from(["x", "y", "z"]))
     def get_cached_block(self, h: str) -> None:

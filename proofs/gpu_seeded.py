@@ -6,7 +6,7 @@ lock-step machines of `proofs/gpu_conformance.py` must refute every one of them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 
 from impl.block_pool import BlockPool
 from impl.free_queue import Cursor, FreeKVCacheBlockQueue, KVCacheBlock, _Epoch
@@ -162,9 +162,24 @@ class _TouchSkipsQueue(BlockPool):
                 b.ref_cnt += 1
 
 
+class _CachesFreeBlock(BlockPool):
+    """vLLM's pool never checks: a free block is hashed in place (where a lazy offload
+    scan may already have passed it)."""
+
+    def cache_block(self, block: KVCacheBlock, block_hash: Hashable) -> None:
+        if block.ref_cnt != 0 or block.is_null or block_hash is None or \
+                block.block_hash is not None or not self.enable_caching:
+            super().cache_block(block, block_hash)
+            return
+        self._check_ours([block])
+        block.block_hash = block_hash
+        self.cached_block_hash_to_block.setdefault(block_hash, {})[block.block_id] = block
+
+
 SEEDED_POOLS: dict[str, Callable[[int], BlockPool]] = {
     "double_free_unchecked": _DoubleFreeUnchecked,
     "free_all_to_back": _FreeAllToBack,
     "allocate_keeps_hash": _AllocateKeepsHash,
     "touch_skips_queue": _TouchSkipsQueue,
+    "caches_free_block": _CachesFreeBlock,
 }

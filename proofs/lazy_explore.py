@@ -2,10 +2,11 @@
 
 The system is a `ModelLazyOffload` over a `ModelBlockPool`. Actions are every pool
 operation a serving engine performs (allocate from the front, prefix-hit touch,
-free, cache a block that is in use, reset the prefix cache) and every scanner
-operation (step with a given CPU capacity, complete, abort, reset), enumerated
-exhaustively within the bounds; optionally also a queue-level unlink (a block
-taken out of the free queue directly, without the pool, so its ref_cnt stays 0).
+free, cache a block that is in use -- the pool refuses a free one --, reset the
+prefix cache) and every scanner operation (step with a given CPU capacity,
+complete, abort, reset), enumerated exhaustively within the bounds; optionally
+also a queue-level unlink (a block taken out of the free queue directly, without
+the pool, so its ref_cnt stays 0).
 
 Breadth-first search visits every distinct state once (states are compared up to
 the link generation numbers, which only matter through "is the cursor / a visit
@@ -195,7 +196,9 @@ def actions(m: ModelLazyOffload, bounds: Bounds) -> Iterator[Action]:
             yield Action("touch", (b,))
         if ref > pins:
             yield Action("free", (b,))
-        if ref > 0 and bid not in p.block_hash:
+        # Offered for every unhashed block: the pool itself refuses a free one
+        # (`cache_block` raises), so only a block in use gets content.
+        if bid not in p.block_hash:
             for h in bounds.hashes:
                 yield Action("cache", (b, h))
         if bounds.queue_unlink and bid in q.owners:

@@ -172,12 +172,42 @@ def test_rejects_bad_cache_calls() -> None:
     with pytest.raises(InvalidArgumentError, match="null block"):
         pool.cache_block(pool.null_block, "g")
     with pytest.raises(InvalidArgumentError, match="must not be None"):
-        pool.cache_block(pool.blocks[2], None)
+        pool.cache_block(a, None)
     assert pool.snapshot() == before
     off = BlockPool(3, enable_caching=False)
     with pytest.raises(InvalidArgumentError, match="disabled"):
         off.cache_block(off.blocks[1], "h")
     assert off.get_cached_block("h") is None
+
+
+def test_rejects_caching_a_free_block() -> None:
+    pool = BlockPool(4)
+    (a,) = pool.get_new_blocks(1)
+    pool.cache_block(a, "h")
+    pool.free_blocks([a])  # hashed and free: at the back of the queue
+    before = pool.snapshot()
+    for block in (pool.blocks[2], a):  # never used, and freed with a hash
+        with pytest.raises(InvalidArgumentError) as e:
+            pool.cache_block(block, "g")
+        assert f"cannot cache a free block: block {block.block_id} " in str(e.value)
+    assert pool.snapshot() == before
+    assert pool.get_cached_block("g") is None
+    pool.check_invariants()
+
+
+def test_rejects_caching_a_free_block_after_the_earlier_checks() -> None:
+    pool = BlockPool(3)
+    other = BlockPool(3)
+    free = pool.blocks[1]
+    with pytest.raises(ForeignBlockError):
+        pool.cache_block(other.blocks[1], "h")
+    with pytest.raises(InvalidArgumentError, match="null block"):
+        pool.cache_block(pool.null_block, "h")
+    with pytest.raises(InvalidArgumentError, match="must not be None"):
+        pool.cache_block(free, None)
+    off = BlockPool(3, enable_caching=False)
+    with pytest.raises(InvalidArgumentError, match="disabled"):
+        off.cache_block(off.blocks[1], "h")
 
 
 def test_check_invariants_detects_a_free_block_in_use() -> None:

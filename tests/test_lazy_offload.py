@@ -264,12 +264,31 @@ def test_rejects_a_block_of_another_pool_with_the_same_id() -> None:
         scanner.complete([other.blocks[1]])
 
 
+def test_pool_refuses_to_hash_a_free_block_behind_the_cursor() -> None:
+    pool = _pool_with_hashes([None, None])
+    scanner = LazyOffloadScanner(pool, window=2)
+    scanner.step()  # cursor on block 2, the back: block 1 is before it
+    before = (scanner.snapshot(), pool.snapshot())
+    with pytest.raises(InvalidArgumentError) as err:
+        pool.cache_block(pool.blocks[1], "x")
+    assert "cannot cache a free block: block 1 " in str(err.value)
+    assert (scanner.snapshot(), pool.snapshot()) == before
+    scanner.check_invariants()
+    # The same content arriving the legal way (in use, then freed) joins at the back,
+    # after the cursor, and the next step takes it.
+    pool.touch([pool.blocks[1]])
+    pool.cache_block(pool.blocks[1], "x")
+    pool.free_blocks([pool.blocks[1]])
+    assert _ids(scanner.step()) == [1]
+
+
 def test_check_invariants_catches_a_hashed_block_left_before_the_cursor() -> None:
     pool = _pool_with_hashes([None, None])
     scanner = LazyOffloadScanner(pool, window=2)
     scanner.step()  # cursor on block 2, the back
     scanner.check_invariants()
-    # Hashing a free block in place (outside the pool's contract) breaks the property.
+    # A hash written straight into a free block (bypassing the pool, which refuses to
+    # cache a free block) would break the property.
     pool.blocks[1].block_hash = "x"
     pool.cached_block_hash_to_block["x"] = {1: pool.blocks[1]}
     with pytest.raises(InvariantViolationError, match="prefix_offloaded"):

@@ -102,6 +102,31 @@ def test_rejects_caching_when_disabled() -> None:
         pool.cache_block(B(1), "h")
 
 
+def test_rejects_caching_a_free_block() -> None:
+    pool = ModelBlockPool(4)
+    (a,) = pool.get_new_blocks(1)
+    pool.cache_block(a, "h")
+    pool.free_blocks([a])  # hashed and free: at the back of the queue
+    before = pool.snapshot()
+    for b in (B(2), a):  # never used, and freed with a hash
+        with pytest.raises(InvalidArgumentError) as e:
+            pool.cache_block(b, "g")
+        assert f"cannot cache a free block: block {b} " in str(e.value)
+    assert pool.snapshot() == before
+    assert pool.get_cached_block("g") is None
+    assert check_pool_snapshot(pool.snapshot()) == []
+
+
+def test_rejects_caching_a_free_block_after_the_earlier_checks() -> None:
+    pool = ModelBlockPool(3)
+    with pytest.raises(ForeignBlockError):
+        pool.cache_block(B(5), "h")
+    with pytest.raises(InvalidArgumentError, match="null block"):
+        pool.cache_block(B(0), "h")
+    with pytest.raises(InvalidArgumentError, match="must not be None"):
+        pool.cache_block(B(1), None)
+
+
 def test_pool_invariants_catch_a_bad_snapshot() -> None:
     snap = ModelBlockPool(3).snapshot()
     bad = dataclasses.replace(snap, ref_cnts=(0, 1, 0))

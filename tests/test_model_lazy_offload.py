@@ -136,6 +136,20 @@ def test_prefix_offloaded_implies_scan_complete_on_a_skip() -> None:
     assert not inv_prefix_offloaded(view) and not inv_scan_complete(view)
 
 
+def test_pool_refuses_to_hash_a_free_block_behind_the_cursor() -> None:
+    m = _scanner([None, None], window=2)
+    m.step(1)  # cursor on block 2, the back: block 1 is before it
+    before = (m.snapshot(), m.pool.snapshot(), dict(m.visited))
+    with pytest.raises(InvalidArgumentError, match="cannot cache a free block: block 1 "):
+        m.pool.cache_block(BlockId(1), "x")
+    assert (m.snapshot(), m.pool.snapshot(), dict(m.visited)) == before
+    assert check_scan(m.view()) == []
+    # The legal way (in use, then freed) puts the content after the cursor.
+    _take_and_refree(m, 1, "x")
+    assert check_scan(m.view()) == []
+    assert m.step(1) == [1]
+
+
 def test_no_stall_bound_is_passes_plus_one() -> None:
     assert no_stall_bound(0, 1) == 1
     assert no_stall_bound(7, 2) == 5

@@ -14,13 +14,23 @@ the block rejoins behind a block that still needs offloading.
 
 Against the model with `validation="refcount"` both violate scan completeness;
 against the model with generation validation and against `impl` they do not.
+
+Trace D (4 calls) is why the pool refuses to cache a free block: a block freed
+without a hash joins at the front, before the cursor, and hashing it there in
+place leaves content behind the cursor that no cursor-based scan (generation
+validation included) ever visits. Its last call now raises on model and impl.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
+import pytest
+
 from impl.block_pool import BlockPool
 from impl.lazy_offload import LazyOffloadScanner
 from model.block_pool import ModelBlockPool
+from model.errors import InvalidArgumentError
 from model.lazy_offload import (
     ModelLazyOffload,
     Validation,
@@ -65,6 +75,15 @@ PREFIX_HIT = [
     Action("free", (1,)),  # the request ends: block 1 back, behind block 2
 ]
 """Trace C (13 calls), the everyday case: a prefix hit on the cursor block."""
+
+
+FREE_BLOCK_HASHED_IN_PLACE = [
+    Action("get_new_blocks", (1,)),  # block 1 in use
+    Action("step", (1,)),  # visits block 2 (no hash): cursor on block 2
+    Action("free", (1,)),  # no hash: block 1 rejoins at the front, before the cursor
+    Action("cache", (1, "a")),  # hashed in place while free: refused by the pool
+]
+"""Trace D (4 calls): what a pool accepting a free block would allow."""
 
 
 def _model(validation: Validation) -> ModelLazyOffload:
@@ -173,3 +192,43 @@ def test_every_lazy_obligation_is_proved_and_every_control_caught_at_quick_level
     assert [(r.name, r.status.value) for r in results if not r.ok] == []
     skip = next(r for r in results if r.name == "lazy.scan_complete~neg")
     assert "pool.free_blocks([1])" in skip.counterexample
+
+
+def test_pool_refuses_the_last_call_of_a_free_block_hashed_in_place() -> None:
+    *legal, last = FREE_BLOCK_HASHED_IN_PLACE
+    m = _run_model(legal, Validation.GENERATION)
+    before = (m.pool.snapshot(), m.snapshot())
+    with pytest.raises(InvalidArgumentError, match="cannot cache a free block: block 1 "):
+        apply(m, last)
+    assert (m.pool.snapshot(), m.snapshot()) == before
+    assert check_scan(m.view()) == []
+    pool, scanner = _run_impl(legal)
+    before_impl = (pool.snapshot(), scanner.snapshot())
+    with pytest.raises(InvalidArgumentError, match="cannot cache a free block: block 1 "):
+        apply_impl(pool, scanner, last)
+    assert (pool.snapshot(), scanner.snapshot()) == before_impl
+
+
+def test_explorer_finds_a_skip_if_the_pool_hashed_free_blocks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without the pool's rule even generation validation loses scan completeness."""
+    checked = ModelBlockPool.cache_block
+
+    def hashes_free_blocks_too(
+        self: ModelBlockPool, block_id: BlockId, block_hash: Hashable
+    ) -> None:
+        if self.ref_cnt(block_id) > 0 or block_id == 0 or block_id in self.block_hash:
+            checked(self, block_id, block_hash)
+            return
+        self.block_hash[block_id] = block_hash
+        self.cached.setdefault(block_hash, []).append(block_id)
+
+    monkeypatch.setattr(ModelBlockPool, "cache_block", hashes_free_blocks_too)
+    found = explore(BOUNDS["quick"][0], Validation.GENERATION,
+                    invariants_check(("scan_complete",), pool_too=False))
+    assert found.violation is not None and found.actions == FREE_BLOCK_HASHED_IN_PLACE
+    monkeypatch.undo()
+    clean = explore(BOUNDS["quick"][0], Validation.GENERATION,
+                    invariants_check(("scan_complete",), pool_too=False))
+    assert clean.violation is None and not clean.truncated

@@ -1,10 +1,11 @@
 """Lock-step conformance of the lazy offload scanner: model vs impl.
 
-Pool operations (allocate, prefix-hit touch, free, cache, reset of the prefix
-cache) interleave with scanner steps, completions and aborts in any order, plus
-bad input. After every rule: same results, same errors (type and attributes),
-equal pool and scanner snapshots, scan completeness and every scanner and pool
-invariant on the model, `check_invariants()` on the impl.
+Pool operations (allocate, prefix-hit touch, free, cache a block in use, reset of
+the prefix cache) interleave with scanner steps, completions and aborts in any
+order, plus bad input (among it caching a free block, which the pool refuses).
+After every rule: same results, same errors (type and attributes), equal pool and
+scanner snapshots, scan completeness and every scanner and pool invariant on the
+model, `check_invariants()` on the impl.
 """
 
 from __future__ import annotations
@@ -99,13 +100,41 @@ class LazyConformance(RuleBasedStateMachine):
 
     @rule(data=st.data(), h=st.sampled_from(HASHES))
     def cache_block(self, data: st.DataObject, h: str) -> None:
-        # Blocks are cached while in use (the scanner's assumption, as in vLLM).
+        # Only blocks in use can be cached (as in vLLM; `cache_bad` tries the others).
         used = [b for b in range(1, self.n)
                 if (self.model.pool.phase[BlockId(b)].ref or 0) > 0]
         if used:
             b = data.draw(st.sampled_from(used))
             self._same(lambda: self.model.pool.cache_block(BlockId(b), h),
                        lambda: self.impl_pool.cache_block(self.impl_pool.blocks[b], h))
+
+    @rule(data=st.data(), h=st.sampled_from(HASHES))
+    def cache_bad(self, data: st.DataObject, h: str) -> None:
+        """Caching a free block (the pool refuses it: hashed in place, it could sit
+        behind the cursor) or one already cached: the same error and message, nothing
+        changed."""
+        pool = self.model.pool
+        bad = [b for b in range(1, self.n)
+               if (pool.phase[BlockId(b)].ref or 0) == 0 or BlockId(b) in pool.block_hash]
+        if not bad:
+            return
+        b = data.draw(st.sampled_from(bad))
+        messages: list[str] = []
+
+        def keep(call: Callable[[], Any]) -> Callable[[], Any]:
+            def run() -> Any:
+                try:
+                    return call()
+                except LifecycleError as err:
+                    messages.append(str(err))
+                    raise
+            return run
+
+        out = self._same(keep(lambda: pool.cache_block(BlockId(b), h)),
+                         keep(lambda: self.impl_pool.cache_block(self.impl_pool.blocks[b], h)))
+        assert out[0] == "err" and len(messages) == 2 and messages[0] == messages[1], messages
+        if (pool.phase[BlockId(b)].ref or 0) == 0:
+            assert f"cannot cache a free block: block {b} " in messages[0], messages
 
     @rule()
     def reset_prefix_cache(self) -> None:

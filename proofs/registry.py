@@ -21,7 +21,12 @@ GROUPS: tuple[str, ...] = (
     "proofs.lifecycle",
     "proofs.counters",
     "proofs.eviction",
+    "proofs.explore",
     "proofs.conformance",
+    "proofs.arc",
+    "proofs.free_queue",
+    "proofs.gpu_conformance",
+    "proofs.lazy_cursor",
 )
 
 

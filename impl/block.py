@@ -2,7 +2,28 @@
 
 from __future__ import annotations
 
-__all__ = ["BlockStatus"]
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+__all__ = ["BlockStatus", "sharing_records"]
+
+_SHARING: ContextVar[bool] = ContextVar("evictable_sharing_block_records", default=False)
+
+
+@contextmanager
+def sharing_records() -> Iterator[None]:
+    """Within this block, a deep copy keeps `BlockStatus` records shared, not copied.
+
+    A policy checkpoint (`CachePolicy.checkpoint`) copies the policy's containers but
+    must keep referring to the very records the manager holds; everywhere else a deep
+    copy (of a whole manager, say) copies the records too, so the copy is independent.
+    """
+    token = _SHARING.set(True)
+    try:
+        yield
+    finally:
+        _SHARING.reset(token)
 
 
 class BlockStatus:
@@ -25,10 +46,13 @@ class BlockStatus:
         return self.ref_cnt >= 0
 
     def __deepcopy__(self, memo: dict[int, object]) -> BlockStatus:
-        """A status record is an identity shared by a manager and its policy: a deep copy
-        of a policy's state (`CachePolicy.checkpoint`) keeps referring to the same records.
-        """
-        return self
+        """The record itself inside `sharing_records()`, else an independent copy."""
+        if _SHARING.get():
+            return self
+        clone = BlockStatus(self.block_id)
+        clone.ref_cnt = self.ref_cnt
+        memo[id(self)] = clone
+        return clone
 
     def __repr__(self) -> str:
         return f"BlockStatus(block_id={self.block_id}, ref_cnt={self.ref_cnt})"

@@ -308,3 +308,20 @@ def test_output_lists_are_not_shared_with_internal_state() -> None:
     acted.append("zz")
     m.check_invariants()
     assert m.prepare_store(["b"]) == PrepareStoreOutput(["b"], [1], [])
+
+
+def test_deep_copy_of_a_manager_is_independent() -> None:
+    import copy
+
+    from impl.manager import CPUOffloadingManager
+
+    original = CPUOffloadingManager(4, policy="lru")
+    original.prepare_store([b"a", b"b"])
+    original.complete_store([b"a", b"b"])
+    clone = copy.deepcopy(original)
+    before = original.snapshot()
+    clone.prepare_load([b"a"])
+    assert original.snapshot() == before
+    assert clone.snapshot() != before
+    original.check_invariants()
+    clone.check_invariants()

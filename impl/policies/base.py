@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Set
 from typing import ClassVar, cast
 
-from impl.block import BlockStatus
+from impl.block import BlockStatus, sharing_records
 from model.types import Key, PolicySnapshot
 
 __all__ = ["CachePolicy"]
@@ -69,10 +69,11 @@ class CachePolicy(ABC):
         through a batch leaves the policy as it was (all-or-nothing). The manager
         restores the ref counts of its `BlockStatus` records itself.
         Default: one deep copy of every attribute, with `BlockStatus` records kept
-        shared (they are identities, see `BlockStatus.__deepcopy__`).
+        shared (they are identities, see `impl.block.sharing_records`).
         Complexity: O(n); override with an undo journal to make it O(1).
         """
-        return copy.deepcopy({name: getattr(self, name) for name in _state_names(self)})
+        with sharing_records():
+            return copy.deepcopy({name: getattr(self, name) for name in _state_names(self)})
 
     def rollback(self, saved: object) -> None:
         """Restore the state captured by `checkpoint` (each token is used at most once)."""

@@ -20,6 +20,8 @@ from model.lifecycle import (
     MACHINES,
     Hook,
     Machine,
+    RefGuard,
+    Transition,
     derive_hook,
 )
 
@@ -87,19 +89,24 @@ def rejections_table(m: Machine) -> str:
     return "\n".join(rows)
 
 
+def _edge_label(m: Machine, t: Transition) -> str:
+    """A diagram edge's label: the event, its guard if any, and the derived hook if any."""
+    label = t.event.value
+    if t.guard is not RefGuard.ANY:
+        label += f" [{t.guard.value}]"
+    hook = derive_hook(m, t)
+    if hook in (Hook.FLAG_ON, Hook.FLAG_OFF):
+        label += f" / {m.hook_name(hook)}"
+    return label
+
+
 def mermaid(m: Machine) -> str:
     """A Mermaid state diagram; edge labels carry the event, guard and derived hook."""
     lines = ["```mermaid", "stateDiagram-v2"]
     for s in m.initial:
         lines.append(f"    [*] --> {s.name}")
     for t in m.transitions:
-        label = t.event.value
-        if t.guard.value != "any":
-            label += f" [{t.guard.value}]"
-        hook = derive_hook(m, t)
-        if hook in (Hook.FLAG_ON, Hook.FLAG_OFF):
-            label += f" / {m.hook_name(hook)}"
-        lines.append(f"    {t.source.name} --> {t.target.name} : {label}")
+        lines.append(f"    {t.source.name} --> {t.target.name} : {_edge_label(m, t)}")
     lines.append("```")
     return "\n".join(lines)
 
@@ -111,13 +118,7 @@ def dot(m: Machine) -> str:
         style = ", penwidth=2" if s.flag else ""
         lines.append(f'    {s.state.name} [label="{s.state.name}\\nref {s.ref_text()}"{style}];')
     for t in m.transitions:
-        label = t.event.value
-        if t.guard.value != "any":
-            label += f" [{t.guard.value}]"
-        hook = derive_hook(m, t)
-        if hook in (Hook.FLAG_ON, Hook.FLAG_OFF):
-            label += f" / {m.hook_name(hook)}"
-        lines.append(f'    {t.source.name} -> {t.target.name} [label="{label}"];')
+        lines.append(f'    {t.source.name} -> {t.target.name} [label="{_edge_label(m, t)}"];')
     lines.append("}")
     return "\n".join(lines)
 

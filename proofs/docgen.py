@@ -91,7 +91,7 @@ def rejections_table(m: Machine) -> str:
 
 def _edge_label(m: Machine, t: Transition) -> str:
     """A diagram edge's label: the event, its guard if any, and the derived hook if any."""
-    label = t.event.value
+    label = str(t.event.value)
     if t.guard is not RefGuard.ANY:
         label += f" [{t.guard.value}]"
     hook = derive_hook(m, t)

@@ -15,7 +15,7 @@ from impl.block import BlockStatus
 from impl.policies.arc import ARCCachePolicy
 from impl.policies.factory import create_policy, known_policies
 from model.arc import ModelArc
-from model.errors import InvalidArgumentError
+from model.errors import InvalidArgumentError, InvariantViolationError
 from tests.arc_harness import KINDS, ArcHarness, Kind
 
 both = pytest.mark.parametrize("kind", KINDS)
@@ -433,5 +433,5 @@ def test_check_invariants_reports_a_corrupted_index() -> None:
     block = BlockStatus(0)
     policy.insert("a", block)
     block.ref_cnt = 0  # the manager forgot mark_evictable
-    with pytest.raises(RuntimeError, match="eligible index"):
+    with pytest.raises(InvariantViolationError, match="eligible index"):
         policy.check_invariants()

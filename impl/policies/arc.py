@@ -28,7 +28,7 @@ from itertools import pairwise
 from impl.block import BlockStatus
 from impl.policies.base import CachePolicy
 from model.arc import target_after_b1_hit, target_after_b2_hit
-from model.errors import InvalidArgumentError
+from model.errors import InvalidArgumentError, InvariantViolationError
 from model.types import ArcPolicySnapshot, Key
 
 __all__ = ["ARCCachePolicy"]
@@ -341,7 +341,10 @@ class ARCCachePolicy(CachePolicy):
     # ------------------------------------------------------------ checking
 
     def check_invariants(self) -> None:
-        """Raise `RuntimeError` naming the first broken internal invariant. Complexity: O(N)."""
+        """Raise `InvariantViolationError` naming the first broken internal invariant.
+
+        Complexity: O(N).
+        """
         lists: dict[str, Mapping[Key, object]] = {
             "t1": self.t1, "t2": self.t2, "b1": self.b1, "b2": self.b2
         }
@@ -379,4 +382,4 @@ class ARCCachePolicy(CachePolicy):
 
 
 def _fail(message: str) -> None:
-    raise RuntimeError(f"ARCCachePolicy invariant broken: {message}")
+    raise InvariantViolationError(["arc_internal"], f"ARCCachePolicy: {message}")

@@ -33,7 +33,7 @@ from proofs.obligations import (
 )
 from proofs.registry import GROUPS, Level
 
-__all__ = ["main", "verify", "build_parser", "EXTRA_COMMANDS"]
+__all__ = ["EXTRA_COMMANDS", "build_parser", "main", "verify"]
 
 EXTRA_COMMANDS: tuple[str, ...] = ("proofs.commands",)
 """Modules that add subcommands (explore, check, replay); missing ones are skipped."""
@@ -190,6 +190,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench"]:
+        # argparse's REMAINDER drops arguments that start with "-" (`bench --quick`):
+        # everything after `bench` goes to bench/runner.py untouched.
+        return _cmd_bench(argparse.Namespace(bench_args=argv[1:]))
     args = build_parser().parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     return handler(args)

@@ -11,10 +11,7 @@ import pytest
 
 from proofs.conformance import run_conformance
 from tests.seeded_bugs.arc_bugs import ARC_BUGS
-from tests.seeded_bugs.bug import SeededBug
-
-BUDGET = {"examples": 400, "steps": 40}
-SEED = 20261129  # fixed: the suite is reproducible
+from tests.seeded_bugs.bug import SEED, SeededBug, assert_engine_catches
 
 
 def test_there_are_at_least_three_distinct_seeded_arc_bugs() -> None:
@@ -27,15 +24,7 @@ def test_there_are_at_least_three_distinct_seeded_arc_bugs() -> None:
 
 @pytest.mark.parametrize("bug", ARC_BUGS, ids=lambda bug: bug.name)
 def test_conformance_engine_catches_seeded_arc_bug(bug: SeededBug) -> None:
-    record = run_conformance(bug.factory, "arc", seed=SEED, inject_faults=bug.faults, **BUDGET)
-    print(
-        f"\n{bug.name}: caught in example {record.first_failure_example} after "
-        f"{record.first_failure_steps} steps ({record.seconds:.2f}s incl. shrinking); "
-        f"shortest trace {len(record.trace.splitlines())} lines: {record.reason}"
-    )
-    assert record.status == "failed", record.text()
-    assert record.first_failure_example is not None
-    assert record.trace.startswith("m = factory(")
+    assert_engine_catches(bug, "arc")
 
 
 def test_unbroken_arc_passes_the_same_run() -> None:

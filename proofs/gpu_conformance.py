@@ -17,16 +17,14 @@ both sides, and, whenever a call raised, that neither side changed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from functools import partial
-from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     invariant,
-    precondition,
     rule,
     run_state_machine_as_test,
 )
@@ -34,9 +32,19 @@ from hypothesis.stateful import (
 from impl.block_pool import BlockPool
 from impl.free_queue import Cursor, FreeKVCacheBlockQueue, KVCacheBlock
 from model.block_pool import ModelBlockPool, check_pool_snapshot
-from model.errors import LifecycleError
 from model.free_queue import ModelCursor, ModelFreeQueue, check_queue_snapshot
 from model.types import BlockId
+from proofs.gpu_lockstep import (
+    MAX_ITERS,
+    POOL_BLOCKS,
+    UNIVERSE,
+    GpuConformanceFailure,
+    LockStep,
+    ids_of,
+    keep_message,
+    observe,
+    one_id,
+)
 from proofs.gpu_seeded import SEEDED_POOLS, SEEDED_QUEUES
 from proofs.obligations import Obligation, Outcome, Status, proved, refuted
 from proofs.registry import Level
@@ -54,114 +62,7 @@ __all__ = [
 QueueFactory = Callable[[Sequence[KVCacheBlock]], FreeKVCacheBlockQueue]
 PoolFactory = Callable[[int], BlockPool]
 
-UNIVERSE = 8  # block ids 0..7 shared by the two queues of the queue machine
-POOL_BLOCKS = 7  # pool ids 0..6; id 7 names a foreign block
-MAX_ITERS = 3
-T = TypeVar("T")
-
-
-class GpuConformanceFailure(AssertionError):
-    """Model and implementation disagreed; carries the steps that led there."""
-
-    def __init__(self, reason: str, trace: Sequence[str]) -> None:
-        super().__init__(reason + "\n" + "\n".join(trace))
-        self.reason = reason
-        self.trace = tuple(trace)
-
-
-Observed = tuple[str, Any]
-
-
-def observe(fn: Callable[[], T], convert: Callable[[T], Any] = lambda x: x) -> Observed:
-    """Call `fn`: ("ok", converted result) or ("err", error identity / crash text)."""
-    try:
-        value = fn()
-    except StopIteration:
-        return ("stop", None)
-    except LifecycleError as exc:
-        return ("err", exc.identity())
-    except Exception as exc:  # a crash of the implementation is a disagreement too
-        return ("crash", f"{type(exc).__name__}: {exc}")
-    return ("ok", convert(value))
-
-
-def _ids(blocks: Sequence[KVCacheBlock]) -> list[int]:
-    return [b.block_id for b in blocks]
-
-
-def _one_id(block: KVCacheBlock) -> int:
-    return block.block_id
-
-
-def _none(_: object) -> None:
-    return None
-
-
-def _keep_message(call: Callable[[], T], messages: list[str]) -> Callable[[], T]:
-    """`call`, recording the text of the `LifecycleError` it raises (then re-raising)."""
-
-    def run() -> T:
-        try:
-            return call()
-        except LifecycleError as exc:
-            messages.append(str(exc))
-            raise
-
-    return run
-
-
-class _LockStep(RuleBasedStateMachine):
-    """Shared plumbing: the trace, comparison, live iterators and held cursors."""
-
-    stats: dict[str, int]  # per machine class: examples started, calls compared
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.stats["examples"] += 1
-        self.trace: list[str] = []
-        # live iterators: (label, model iterator, impl iterator)
-        self.iters: list[tuple[str, Iterator[BlockId], Iterator[KVCacheBlock]]] = []
-
-    def fail(self, reason: str) -> None:
-        raise GpuConformanceFailure(reason, self.trace)
-
-    def snapshots(self) -> tuple[Any, Any]:
-        raise NotImplementedError
-
-    def both(
-        self,
-        label: str,
-        model_call: Callable[[], Any],
-        impl_call: Callable[[], Any],
-        convert: Callable[[Any], Any] = lambda x: x,
-    ) -> Observed:
-        """Run one call on both sides and compare; on an error, nothing may change."""
-        before = self.snapshots()
-        m = observe(model_call)
-        i = observe(impl_call, convert)
-        self.stats["calls"] += 1
-        self.trace.append(f"{label} -> {m[0]} {m[1]!r}")
-        if m != i:
-            self.fail(f"{label}: model {m!r} but impl {i!r}")
-        if m[0] == "err" and self.snapshots() != before:
-            self.fail(f"{label}: raised {m[1][0].__name__} but state changed")
-        return m
-
-    def step_iterators(self, first: int) -> None:
-        """One step of every live iterator, starting at index `first`."""
-        k = len(self.iters)
-        for label, mit, iit in [self.iters[(first + j) % k] for j in range(k)]:
-            got = self.both(f"next({label})", partial(next, mit), partial(next, iit), _one_id)
-            if got[0] != "ok":
-                self.iters = [t for t in self.iters if t[1] is not mit]
-
-    @precondition(lambda self: bool(self.iters))
-    @rule(first=st.integers(0, MAX_ITERS - 1))
-    def next_blocks(self, first: int) -> None:
-        self.step_iterators(first)
-
-
-class _QueueMachine(_LockStep):
+class _QueueMachine(LockStep):
     factory: QueueFactory
 
     def __init__(self) -> None:
@@ -182,12 +83,12 @@ class _QueueMachine(_LockStep):
 
     @rule(q=st.integers(0, 1))
     def popleft(self, q: int) -> None:
-        self.both(f"q{q}.popleft()", self.mq[q].popleft, self.iq[q].popleft, _one_id)
+        self.both(f"q{q}.popleft()", self.mq[q].popleft, self.iq[q].popleft, one_id)
 
     @rule(q=st.integers(0, 1), n=st.one_of(st.integers(-1, 5), st.just(True)))
     def popleft_n(self, q: int, n: int) -> None:
         self.both(f"q{q}.popleft_n({n!r})", lambda: self.mq[q].popleft_n(n),
-                  lambda: self.iq[q].popleft_n(n), _ids)
+                  lambda: self.iq[q].popleft_n(n), ids_of)
 
     @rule(q=st.integers(0, 1), b=st.integers(0, UNIVERSE - 1))
     def remove(self, q: int, b: int) -> None:
@@ -255,7 +156,7 @@ class _QueueMachine(_LockStep):
     def pop_and_relink(self, q: int, n: int, front: bool, other: bool) -> None:
         """Pop n blocks and link them back, in order, here or in the other queue."""
         got = self.both(f"q{q}.popleft_n({n})", lambda: self.mq[q].popleft_n(n),
-                        lambda: self.iq[q].popleft_n(n), _ids)
+                        lambda: self.iq[q].popleft_n(n), ids_of)
         if got[0] == "ok":
             self.link_n(1 - q if other else q, front, got[1])
 
@@ -297,7 +198,7 @@ class _QueueMachine(_LockStep):
             cursor = queue.cursor_for(self.blocks[b]) if b >= 0 else None
             return list(queue.iter_blocks_after(cursor))
 
-        got = observe(walk, _ids)
+        got = observe(walk, ids_of)
         self.trace.append(f"q{q}.walk after {b} -> {got}")
         if got != ("ok", expected):
             self.fail(f"walk after {b} on q{q}: expected {expected}, impl {got!r}")
@@ -316,7 +217,7 @@ class _QueueMachine(_LockStep):
                 self.fail(f"impl invariants broken: {observed[1]}")
 
 
-class _PoolMachine(_LockStep):
+class _PoolMachine(LockStep):
     factory: PoolFactory
 
     def __init__(self) -> None:
@@ -338,7 +239,7 @@ class _PoolMachine(_LockStep):
     @rule(n=st.one_of(st.integers(-1, 4), st.just(False)))
     def get_new_blocks(self, n: int) -> None:
         self.both(f"get_new_blocks({n!r})", lambda: self.m.get_new_blocks(n),
-                  lambda: self.i.get_new_blocks(n), _ids)
+                  lambda: self.i.get_new_blocks(n), ids_of)
 
     @rule(bs=st.lists(st.integers(0, POOL_BLOCKS), max_size=4))
     def touch(self, bs: list[int]) -> None:
@@ -354,7 +255,7 @@ class _PoolMachine(_LockStep):
     def allocate_cache_free(self, data: st.DataObject, n: int, cache: list[bool]) -> None:
         """A request's life: allocate, cache some blocks, free all in-use blocks."""
         got = self.both(f"get_new_blocks({n})", lambda: self.m.get_new_blocks(n),
-                        lambda: self.i.get_new_blocks(n), _ids)
+                        lambda: self.i.get_new_blocks(n), ids_of)
         if got[0] == "ok":
             for b, h in zip(got[1], cache, strict=False):
                 if h:
@@ -394,8 +295,8 @@ class _PoolMachine(_LockStep):
         b = int(data.draw(st.sampled_from(free)))
         messages: list[str] = []
         got = self.both(f"cache_block({b}, {h!r})  # free block",
-                        _keep_message(lambda: self.m.cache_block(BlockId(b), h), messages),
-                        _keep_message(lambda: self.i.cache_block(self._block(b), h), messages))
+                        keep_message(lambda: self.m.cache_block(BlockId(b), h), messages),
+                        keep_message(lambda: self.i.cache_block(self._block(b), h), messages))
         if got[0] != "err":
             self.fail(f"cache_block({b}) of a free block was accepted")
         model_msg, impl_msg = messages

@@ -31,7 +31,7 @@ from proofs.obligations import (
     format_result,
     run_one,
 )
-from proofs.registry import GROUPS, Level
+from proofs.registry import GROUPS, Level, load_group
 
 __all__ = ["EXTRA_COMMANDS", "build_parser", "main", "verify"]
 
@@ -46,8 +46,7 @@ def _collect(level: Level, only: str | None) -> tuple[list[Obligation], list[Res
     for mod_name in GROUPS:
         start = time.perf_counter()
         try:
-            mod = importlib.import_module(mod_name)
-            group = list(mod.obligations(level))
+            group = load_group(mod_name, level)
         except Exception as exc:  # reported, and fails the run
             broken.append(
                 Result(mod_name, Status.ERROR, time.perf_counter() - start,

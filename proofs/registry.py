@@ -13,7 +13,7 @@ from typing import Literal
 
 from proofs.obligations import Obligation
 
-__all__ = ["GROUPS", "Level", "collect"]
+__all__ = ["GROUPS", "Level", "collect", "load_group"]
 
 Level = Literal["quick", "default", "thorough"]
 
@@ -30,10 +30,12 @@ GROUPS: tuple[str, ...] = (
 )
 
 
+def load_group(mod_name: str, level: Level) -> list[Obligation]:
+    """The obligations of one group module at `level` (import errors propagate)."""
+    mod = importlib.import_module(mod_name)
+    return list(mod.obligations(level))
+
+
 def collect(level: Level, groups: tuple[str, ...] = GROUPS) -> list[Obligation]:
     """Every obligation of every group, in group order."""
-    out: list[Obligation] = []
-    for mod_name in groups:
-        mod = importlib.import_module(mod_name)
-        out.extend(mod.obligations(level))
-    return out
+    return [ob for mod_name in groups for ob in load_group(mod_name, level)]

@@ -144,6 +144,7 @@ def run_throughput(quick: bool, sizes: Sequence[int] | None = None) -> dict[str,
             "detail": {name: results[cid].as_dict() for name, cid in names.items()},
         })
     scaling = _scaling(results, sizes)
+    budget = _budget(out_cells, sizes)
     probe = _probe_ns(sizes, quick)
     return {
         "method": {
@@ -153,6 +154,7 @@ def run_throughput(quick: bool, sizes: Sequence[int] | None = None) -> dict[str,
         },
         "cells": out_cells,
         "scaling": {f"{name}: {k}": v for (name, k), v in scaling.items()},
+        "scaling_budget": budget,
         "dict_probe_ns": probe,
         "fill_seconds": fill_s,
         "skipped": skipped,
@@ -160,6 +162,7 @@ def run_throughput(quick: bool, sizes: Sequence[int] | None = None) -> dict[str,
         "notes": [f"{name} ops/s at {k}: {v:.2f}x" for (name, k), v in scaling.items()]
         + ["CPU ns per absent-key lookup in a dict of that many keys: "
            + ", ".join(f"{k}: {v:.0f}" for k, v in probe.items())]
+        + [_budget_note(b) for b in budget]
         + [f"skipped {k}: {v}" for k, v in skipped.items()],
         "plot": _throughput_plot(out_cells, list(factories)),
     }
@@ -187,7 +190,7 @@ def _scaling(results: dict[str, Any], sizes: Sequence[int]) -> dict[tuple[str, s
     """Throughput at the smallest size over throughput at each larger one (impl, skeletons)."""
     out: dict[tuple[str, str], float] = {}
     small = _label(sizes[0])
-    for name in (IMPL, "skeleton", "skeleton-split"):
+    for name in (IMPL, "skeleton", "skeleton-split", "dict-floor"):
         for n in sizes[1:]:
             for frac in PINNED_FRACTIONS:
                 pct = f"{round(frac * 100)}%"
@@ -196,6 +199,52 @@ def _scaling(results: dict[str, Any], sizes: Sequence[int]) -> dict[tuple[str, s
                     out[(name, f"{small} / {_label(n)}, {pct} pinned")] = paired_ratio(
                         results, a, b)
     return out
+
+
+SCALING_BOUND = 1.5
+"""The issue's bound: impl throughput at the largest size within this factor of the smallest."""
+
+
+def _us_per_step(ops_per_s: float) -> float:
+    return 1e6 * OPS_PER_STEP / ops_per_s
+
+
+def _budget(cells: list[dict[str, Any]], sizes: Sequence[int]) -> list[dict[str, Any]]:
+    """Where the time added between the smallest and the largest size goes.
+
+    Per pinned fraction: CPU microseconds per trace step of impl-lru and of the
+    dict floor at both sizes, what each adds at the large size, and what the
+    scaling bound allows impl-lru to add (`SCALING_BOUND - 1` times its own time
+    per step at the small size). When the floor alone uses most of the allowance,
+    the bound is out of reach for any layout that finds blocks through a dict.
+    """
+    small, large = sizes[0], sizes[-1]
+    by = {(c["num_blocks"], c["pinned_fraction"]): c["median_ops_per_s"] for c in cells}
+    out: list[dict[str, Any]] = []
+    for frac in PINNED_FRACTIONS:
+        lo, hi = by.get((small, frac), {}), by.get((large, frac), {})
+        if not all(IMPL in d and "dict-floor" in d for d in (lo, hi)):
+            continue
+        impl_lo, impl_hi = _us_per_step(lo[IMPL]), _us_per_step(hi[IMPL])
+        floor_lo, floor_hi = _us_per_step(lo["dict-floor"]), _us_per_step(hi["dict-floor"])
+        out.append({
+            "sizes": f"{_label(small)} -> {_label(large)}",
+            "pinned_fraction": frac,
+            "impl_us_per_step": [impl_lo, impl_hi],
+            "floor_us_per_step": [floor_lo, floor_hi],
+            "impl_added_us": impl_hi - impl_lo,
+            "floor_added_us": floor_hi - floor_lo,
+            "allowed_added_us": (SCALING_BOUND - 1) * impl_lo,
+        })
+    return out
+
+
+def _budget_note(b: dict[str, Any]) -> str:
+    allowed = b["allowed_added_us"]
+    return (f"{b['sizes']}, {round(b['pinned_fraction'] * 100)}% pinned: impl-lru adds "
+            f"{b['impl_added_us']:.1f} us per step; the {SCALING_BOUND}x bound allows "
+            f"{allowed:.1f}; the dict floor alone adds {b['floor_added_us']:.1f} "
+            f"({100 * b['floor_added_us'] / allowed:.0f}% of the allowance)")
 
 
 def _throughput_table(cells: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:

@@ -5,7 +5,9 @@
 * `model-lru` -- `model.manager.ModelManager`: the executable specification's own cost;
 * `naive` -- `bench.naive.NaiveLruManager`: scans every block for ref_cnt 0 on eviction;
 * `skeleton` -- `bench.skeleton.SkeletonManager`: a bare dict and OrderedDict, no checks;
-* `skeleton-split` -- the same with idle blocks only in the OrderedDict (a layout study).
+* `skeleton-split` -- the same with idle blocks only in the OrderedDict (a layout study);
+* `dict-floor` -- `bench.skeleton.DictFloorManager`: only the dict work the trace forces on
+  any manager (absent lookups, victim deletes, inserts): the memory floor, not a manager.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bench.naive import NaiveLruManager
-from bench.skeleton import SkeletonManager, SplitSkeletonManager
+from bench.skeleton import DictFloorManager, SkeletonManager, SplitSkeletonManager
 from bench.workloads import Manager
 
 __all__ = ["IMPL", "Factory", "available"]
@@ -52,4 +54,5 @@ def available() -> tuple[dict[str, Factory], dict[str, str]]:
     factories["naive"] = NaiveLruManager
     factories["skeleton"] = SkeletonManager
     factories["skeleton-split"] = SplitSkeletonManager
+    factories["dict-floor"] = DictFloorManager
     return factories, missing

@@ -15,7 +15,7 @@ import pytest
 
 from bench import runner
 from bench.naive import NaiveLruManager
-from bench.skeleton import SkeletonManager, SplitSkeletonManager
+from bench.skeleton import DictFloorManager, SkeletonManager, SplitSkeletonManager
 from bench.workloads import OPS_PER_STEP, fill, make_trace, pinned_indices
 from model.manager import ModelManager
 
@@ -38,6 +38,9 @@ def test_quick_run_writes_results_and_plots(tmp_path: Path) -> None:
         assert all(v > 0 for v in cell["median_ops_per_s"].values())
     assert {cell["pinned_fraction"] for cell in throughput["cells"]} == {0.0, 0.9}
     assert throughput["scaling"]
+    for b in throughput["scaling_budget"]:
+        assert b["allowed_added_us"] > 0
+        assert len(b["impl_us_per_step"]) == len(b["floor_us_per_step"]) == 2
 
     eviction = benches["eviction"]
     assert {"pinned_counts", "median_prepare_store_us", "max_over_min"} <= eviction.keys()
@@ -136,3 +139,20 @@ def test_without_matplotlib_the_numbers_are_still_written(
     payload = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
     assert payload["plots"] == {}
     assert not list(tmp_path.glob("*.png"))
+
+
+def test_dict_floor_keeps_one_slot_per_resident_key() -> None:
+    trace = make_trace(512, 0.0, 40)
+    floor = DictFloorManager(512)
+    fill(floor, trace)
+    for step in trace.steps:
+        out = floor.prepare_store(step.stores)
+        assert out is not None and out.keys_to_store == step.stores
+        assert len(out.evicted_keys) == len(step.stores)
+        assert not set(out.evicted_keys) & set(step.stores)
+        floor.complete_store(step.stores)
+        assert floor.prepare_load(step.loads) == [floor.index[k] for k in step.loads]
+        floor.complete_load(step.loads)
+    assert len(floor.index) == 512
+    assert sorted(floor.index.values()) == list(range(512))
+    assert list(floor.order) == list(floor.index)

@@ -41,6 +41,7 @@ BENCHMARKS: tuple[tuple[str, str, str], ...] = (
     ("arc", "bench.bench_arc", "run"),
     ("free_queue", "bench.bench_free_queue", "run"),
     ("lazy", "bench.bench_lazy", "run"),
+    ("explore", "bench.bench_explore", "run"),
 )
 """(name, module, function): each benchmark, in the order they run."""
 

@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from model.types import Key
+
 __all__ = ["BlockStatus", "sharing_records"]
 
 _SHARING: ContextVar[bool] = ContextVar("evictable_sharing_block_records", default=False)
@@ -27,32 +29,53 @@ def sharing_records() -> Iterator[None]:
 
 
 class BlockStatus:
-    """One resident CPU block: its ref count and its slot id.
+    """One resident CPU block: its ref count, its slot id, its key, its list links.
 
     `ref_cnt` is -1 while the store is in flight, 0 when idle (evictable), n >= 1
-    while n loads read from it. `block_id` is the CPU slot index.
-    Complexity: O(1) memory (two slots, no `__dict__`).
+    while n loads read from it. `block_id` is the CPU slot index. `key` is the key
+    the record belongs to, set by whoever files it under that key (the manager's
+    LRU fast path, `LRUCachePolicy.insert`); None until then. `prev` / `next` are
+    the record's neighbours in the LRU policy's intrusive evictable list
+    (`impl.policies.lru`, where the list and its sentinel are described), both None
+    while the record is not listed.
+
+    Copies (pickle, `copy.deepcopy`) never carry the links: the list that owns them
+    relinks its records when it is itself copied, so copying a long list never
+    recurses through it.
+    Complexity: O(1) memory (five slots, no `__dict__`).
     """
 
-    __slots__ = ("block_id", "ref_cnt")
+    __slots__ = ("block_id", "key", "next", "prev", "ref_cnt")
 
-    def __init__(self, block_id: int) -> None:
+    def __init__(self, block_id: int, key: Key | None = None) -> None:
         self.ref_cnt = -1
         self.block_id = block_id
+        self.key = key
+        self.prev: BlockStatus | None = None
+        self.next: BlockStatus | None = None
 
     @property
     def is_ready(self) -> bool:
         """True once the store has committed (ref_cnt >= 0)."""
         return self.ref_cnt >= 0
 
+    def __reduce__(self) -> tuple[object, tuple[int, Key | None, int]]:
+        """Pickle as (slot, key, ref count): links are restored by their list."""
+        return _restore, (self.block_id, self.key, self.ref_cnt)
+
     def __deepcopy__(self, memo: dict[int, object]) -> BlockStatus:
-        """The record itself inside `sharing_records()`, else an independent copy."""
+        """The record itself inside `sharing_records()`, else an unlinked copy."""
         if _SHARING.get():
             return self
-        clone = BlockStatus(self.block_id)
-        clone.ref_cnt = self.ref_cnt
+        clone = _restore(self.block_id, self.key, self.ref_cnt)
         memo[id(self)] = clone
         return clone
 
     def __repr__(self) -> str:
-        return f"BlockStatus(block_id={self.block_id}, ref_cnt={self.ref_cnt})"
+        return f"BlockStatus(block_id={self.block_id}, ref_cnt={self.ref_cnt}, key={self.key!r})"
+
+
+def _restore(block_id: int, key: Key | None, ref_cnt: int) -> BlockStatus:
+    block = BlockStatus(block_id, key)
+    block.ref_cnt = ref_cnt
+    return block

@@ -6,9 +6,9 @@ conformance engine); this module is the fast path.
 Two code paths share validation, slot bookkeeping and counters:
 
 * the **fast path**, for a policy of exactly `LRUCachePolicy`: the manager updates the
-  policy's `blocks` dict and `evictable` OrderedDict directly (C-level dict operations,
-  no per-key method call); batch-level calls (`evict`, `touch`, `clear`) still go
-  through the policy;
+  policy's `blocks` dict and its intrusive evictable list directly (C-level dict
+  operations and inline links through the list's sentinel, no per-key method
+  call); batch-level calls (`evict`, `touch`, `clear`) still go through the policy;
 * the **generic path**, for any other policy (ARC, subclasses, third-party): the
   manager keeps its own key -> `BlockStatus` dict and calls the policy's methods per
   key, in the order the model calls them.
@@ -82,7 +82,7 @@ class CPUOffloadingManager(ManagerCore):
         self._num_pending = 0
         self._events = [] if enable_events else None
         if type(chosen) is LRUCachePolicy:
-            self._blocks, self._lru = chosen.blocks, chosen.evictable
+            self._blocks, self._lru = chosen.blocks, chosen.ring
             self._guarded = False
         else:
             self._blocks, self._lru = {}, None
@@ -138,7 +138,7 @@ class CPUOffloadingManager(ManagerCore):
         need = count - (self._num_blocks - self._high_water) - len(free)
         evicted: list[Key] = []
         if need > 0:
-            if need > len(lru):
+            if need > self._num_evictable:
                 return None
             victims = self._policy.evict(need, protected)
             if victims is None:
@@ -149,7 +149,7 @@ class CPUOffloadingManager(ManagerCore):
             if self._events is not None:
                 self._events.append(OffloadingEvent(tuple(evicted), True))
         slots = self._take_slots(count)
-        blocks.update(zip(to_store, map(BlockStatus, slots), strict=True))
+        blocks.update(zip(to_store, map(BlockStatus, slots, to_store), strict=True))
         self._num_pending += count
         return PrepareStoreOutput(to_store, slots, evicted)
     def complete_store(self, keys: Sequence[Key], success: bool = True) -> list[Key]:
@@ -170,7 +170,11 @@ class CPUOffloadingManager(ManagerCore):
                 block = get(key)
                 if block is not None and block.ref_cnt < 0:
                     block.ref_cnt = 0
-                    lru[key] = block
+                    last = lru.prev  # link at the most-recent end (LRUCachePolicy)
+                    block.prev = last
+                    block.next = lru
+                    last.next = block  # type: ignore[union-attr]
+                    lru.prev = block
                     acted.append(key)
             if acted:
                 self._num_pending -= len(acted)
@@ -204,7 +208,7 @@ class CPUOffloadingManager(ManagerCore):
             return self._prepare_load_generic(batch)
         get = self._blocks.get
         slots: list[int] = []
-        pinned: list[Key] = []
+        pinned: list[BlockStatus] = []
         for key in batch:
             block = get(key)
             if block is None or block.ref_cnt < 0:
@@ -213,11 +217,14 @@ class CPUOffloadingManager(ManagerCore):
             ref = block.ref_cnt
             block.ref_cnt = ref + 1
             if not ref:
-                pinned.append(key)
+                pinned.append(block)
             slots.append(block.block_id)
         if pinned:
-            for key in pinned:
-                del lru[key]
+            for block in pinned:  # unlink from the evictable list (LRUCachePolicy)
+                before, after = block.prev, block.next
+                before.next = after  # type: ignore[union-attr]
+                after.prev = before  # type: ignore[union-attr]
+                block.prev = block.next = None
             self._num_evictable -= len(pinned)
         return slots
 
@@ -241,7 +248,7 @@ class CPUOffloadingManager(ManagerCore):
             self._complete_load_generic(batch)
             return
         get = self._blocks.get
-        idle: list[tuple[Key, BlockStatus]] = []
+        idle: list[BlockStatus] = []
         for done, key in enumerate(batch):
             block = get(key)
             if block is None or block.ref_cnt <= 0:
@@ -250,9 +257,14 @@ class CPUOffloadingManager(ManagerCore):
             ref = block.ref_cnt - 1
             block.ref_cnt = ref
             if not ref:
-                idle.append((key, block))
+                idle.append(block)
         if idle:
-            lru.update(idle)
+            for block in idle:  # link at the most-recent end, in key order (LRUCachePolicy)
+                last = lru.prev
+                block.prev = last
+                block.next = lru
+                last.next = block  # type: ignore[union-attr]
+                lru.prev = block
             self._num_evictable += len(idle)
 
     def _repin(self, batch: Sequence[Key], done: int) -> None:
@@ -368,13 +380,14 @@ class CPUOffloadingManager(ManagerCore):
             if not (
                 isinstance(policy, LRUCachePolicy)
                 and policy.blocks is blocks
-                and policy.evictable is self._lru
+                and policy.ring is self._lru
             ):
                 raise InvariantViolationError(["fast_path_shares_policy_state"])
-            if len(self._lru) != self._num_evictable:
+            listed = sum(1 for _ in policy.listed())
+            if listed != self._num_evictable:
                 raise InvariantViolationError(
                     ["counters_match"],
-                    f"{len(self._lru)} evictable listed, counter {self._num_evictable}",
+                    f"{listed} evictable listed, counter {self._num_evictable}",
                 )
         else:
             for key, block in blocks.items():

@@ -47,10 +47,10 @@ class ManagerCore:
     """The manager's state; slot allocation; the generic path.
 
     State: `_blocks` (key -> `BlockStatus`; on the fast path the very dict of the
-    LRU policy), `_lru` (the LRU policy's evictable OrderedDict on the fast path, else
-    None), `_free` (freed slot ids, reused LIFO), `_high_water` (ids at or above it
-    were never used), the two counters, `_events` (None when events are off),
-    `_guarded` (checkpoint the policy before calling it).
+    LRU policy), `_lru` (on the fast path the sentinel of the LRU policy's evictable
+    list, `LRUCachePolicy.ring`, else None), `_free` (freed slot ids, reused LIFO),
+    `_high_water` (ids at or above it were never used), the two counters, `_events`
+    (None when events are off), `_guarded` (checkpoint the policy before calling it).
     """
 
     __slots__ = (
@@ -71,7 +71,7 @@ class ManagerCore:
     _free: list[int]
     _guarded: bool
     _high_water: int
-    _lru: dict[Key, BlockStatus] | None
+    _lru: BlockStatus | None
     _num_blocks: int
     _num_evictable: int
     _num_pending: int
@@ -126,7 +126,7 @@ class ManagerCore:
                     self._events.append(OffloadingEvent(tuple(k for k, _ in victims), True))
             slots = self._take_slots(count)
             for key, slot in zip(to_store, slots, strict=True):
-                block = BlockStatus(slot)
+                block = BlockStatus(slot, key)
                 blocks[key] = block
                 policy.insert(key, block)
             self._num_pending += count

@@ -184,7 +184,8 @@ def test_fast_path_shares_the_lru_structures() -> None:
     stored(m, ["a", "b"])
     policy = m._policy
     assert isinstance(policy, LRUCachePolicy)
-    assert list(policy.evictable) == ["a", "b"]
+    assert [b.key for b in policy.listed()] == ["a", "b"]
+    assert policy.ring is m._lru
     assert set(policy.blocks) == {"a", "b"}
     assert m.snapshot().policy == LruPolicySnapshot(("a", "b"))
 
@@ -325,3 +326,26 @@ def test_deep_copy_of_a_manager_is_independent() -> None:
     assert clone.snapshot() != before
     original.check_invariants()
     clone.check_invariants()
+
+
+@pytest.mark.parametrize("policy", ["lru", "arc", GENERIC_LRU])
+@pytest.mark.parametrize("copier", ["pickle", "deepcopy"])
+def test_copies_of_a_large_manager_are_independent(policy: str, copier: str) -> None:
+    import copy
+    import pickle
+
+    keys = [f"k{i}".encode() for i in range(3000)]  # a list deeper than the recursion limit
+    original = CPUOffloadingManager(len(keys) + 8, policy=policy)
+    original.prepare_store(keys)
+    original.complete_store(keys)
+    original.prepare_load(keys[:5])
+    clone = (pickle.loads(pickle.dumps(original)) if copier == "pickle"
+             else copy.deepcopy(original))
+    before = original.snapshot()
+    assert clone.snapshot() == before
+    clone.check_invariants()
+    clone.complete_load(keys[:5])
+    clone.prepare_store([f"n{i}".encode() for i in range(21)])
+    clone.check_invariants()
+    assert original.snapshot() == before
+    original.check_invariants()

@@ -6,7 +6,8 @@ them when a block enters or leaves ref 0. The same behaviours are checked on eac
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import copy
+import pickle
 from typing import Any
 
 import pytest
@@ -73,10 +74,10 @@ def test_evict_takes_least_recent_skipping_protected() -> None:
 
 def test_evict_returns_none_without_change_when_short() -> None:
     policy = impl_with(["a", "b"], pinned=("p", "q"))
-    before = (dict(policy.blocks), OrderedDict(policy.evictable))
+    before = (dict(policy.blocks), list(policy.listed()))
     assert policy.evict(3, set()) is None
     assert policy.evict(2, {"a"}) is None
-    assert (policy.blocks, policy.evictable) == before
+    assert (policy.blocks, list(policy.listed())) == before
     assert policy.evict(0, set()) == []
 
 
@@ -134,12 +135,13 @@ def test_rejects_broken_hook_preconditions() -> None:
 
 def test_checkpoint_and_rollback_restore_in_place() -> None:
     policy = impl_with(["a", "b", "c"])
-    blocks, evictable = policy.blocks, policy.evictable
+    blocks, ring = policy.blocks, policy.ring
     saved = policy.checkpoint()
-    policy.evict(2, set())
+    evicted = policy.evict(2, set())
     policy.touch(["c"])
     policy.rollback(saved)
-    assert policy.blocks is blocks and policy.evictable is evictable
+    assert policy.blocks is blocks and policy.ring is ring
+    assert evicted is not None and all(b.prev is not None for _, b in evicted)
     assert policy.snapshot() == LruPolicySnapshot(("a", "b", "c"))
     policy.check_invariants()
     with pytest.raises(InvalidArgumentError):
@@ -150,7 +152,8 @@ def test_clear_empties_in_place() -> None:
     policy = impl_with(["a"], pinned=("p",))
     blocks = policy.blocks
     policy.clear()
-    assert policy.blocks is blocks and not blocks and not policy.evictable
+    assert policy.blocks is blocks and not blocks and not list(policy.listed())
+    assert policy.ring.next is policy.ring and policy.ring.prev is policy.ring
 
 
 def test_check_invariants_catches_a_pinned_listed_block() -> None:
@@ -219,3 +222,68 @@ def test_model_rejects_broken_hook_preconditions() -> None:
     with pytest.raises(InvalidArgumentError):
         ModelLru(-1)
     assert policy.snapshot() == LruPolicySnapshot(("a",))
+
+
+def test_evicted_and_cleared_records_keep_no_links() -> None:
+    policy = impl_with(["a", "b", "c"])
+    listed = list(policy.listed())
+    out = policy.evict(1, set())
+    assert out is not None and out[0][1].prev is None and out[0][1].next is None
+    policy.clear()
+    assert all(b.prev is None and b.next is None for b in listed)
+
+
+def test_touch_of_the_most_recent_key_changes_nothing() -> None:
+    policy = impl_with(["a", "b"])
+    policy.touch(["b", "zz", ["unhashable"]])
+    assert policy.snapshot() == LruPolicySnapshot(("a", "b"))
+    policy.check_invariants()
+
+
+def test_rejects_insert_of_a_listed_record() -> None:
+    policy = impl_with(["a"])
+    listed = policy.get("a")
+    assert listed is not None
+    with pytest.raises(InvalidArgumentError):
+        policy.insert("b", listed)
+    assert policy.get("b") is None and listed.key == "a"
+
+
+def test_check_invariants_catches_a_broken_link() -> None:
+    policy = impl_with(["a", "b", "c"])
+    b = policy.get("b")
+    assert b is not None and b.next is not None
+    b.next.prev = policy.ring  # c no longer points back at b
+    with pytest.raises(InvariantViolationError, match="lru_list_exact"):
+        policy.check_invariants()
+
+
+def test_check_invariants_catches_a_cycle() -> None:
+    policy = impl_with(["a", "b"])
+    a, b = policy.get("a"), policy.get("b")
+    assert a is not None and b is not None
+    b.next, a.prev = a, b  # a <-> b closed on itself, the sentinel never reached
+    with pytest.raises(InvariantViolationError, match="lru_list_exact"):
+        policy.check_invariants()
+
+
+def test_check_invariants_catches_a_misfiled_record() -> None:
+    policy = impl_with(["a", "b"])
+    block = policy.get("a")
+    assert block is not None
+    block.key = "zz"
+    with pytest.raises(InvariantViolationError, match="lru_list_exact"):
+        policy.check_invariants()
+
+
+@pytest.mark.parametrize("copier", ["pickle", "deepcopy"])
+def test_copies_of_a_long_list_are_independent_and_do_not_recurse(copier: str) -> None:
+    keys = [f"k{i}" for i in range(5000)]  # far deeper than the recursion limit
+    policy = impl_with(keys, pinned=("p",))
+    clone = (pickle.loads(pickle.dumps(policy)) if copier == "pickle"
+             else copy.deepcopy(policy))
+    assert clone.snapshot() == policy.snapshot()
+    clone.check_invariants()
+    assert clone.evict(2, set()) is not None
+    assert policy.snapshot().evictable[:2] == ("k0", "k1")
+    policy.check_invariants()

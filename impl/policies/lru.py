@@ -3,25 +3,34 @@
 The policy owns two structures:
 
 * `blocks`: every resident key -> its `BlockStatus` (a dict);
-* `evictable`: exactly the keys whose ref count is 0, least recent first (an
-  `OrderedDict` key -> `BlockStatus`).
+* the **evictable list**: exactly the records whose ref count is 0, least recent
+  first, as an intrusive doubly linked list threaded through the records' own
+  `prev` / `next` slots.
 
-`mark_evictable` appends at the most-recent end, `mark_non_evictable` removes, so the
+**The sentinel.** The list is a ring closed by one sentinel record, `ring` (a
+`BlockStatus` with slot -1 and no key, never in `blocks`): `ring.next` is the least
+recent listed record, `ring.prev` the most recent, and an empty list is the
+sentinel linked to itself. With the sentinel every link and unlink is the same
+four assignments, with no case for the ends of the list. A record is listed
+exactly when its `prev` is not None; unlinking sets both links back to None.
+
+`mark_evictable` links at the most-recent end, `mark_non_evictable` unlinks, so the
 list never holds a block with a store or a load in flight and `evict` costs
-O(victims + protected keys skipped), however many blocks are pinned.
+O(victims + protected keys skipped), however many blocks are pinned. One hash
+table per block (not a dict plus an `OrderedDict`) is what keeps a large cache
+fast: an eviction touches the victim's record and one dict entry, nothing else.
 
 Fast-path protocol: `impl.manager.CPUOffloadingManager` recognises an instance of
-exactly this class and updates `blocks` and `evictable` itself (C-level dict
-operations, no per-key method call), with the same effect as calling `insert`,
-`remove`, `mark_evictable` and `mark_non_evictable`. Subclasses (e.g. with extra
-behaviour in a hook) go through the methods. Code other than the manager should treat
-both structures as read-only.
+exactly this class and updates `blocks` and the list itself (inline links, no
+per-key method call), with the same effect as calling `insert`, `remove`,
+`mark_evictable` and `mark_non_evictable`. Subclasses (e.g. with extra behaviour in
+a hook) go through the methods. Code other than the manager should treat both
+structures as read-only and read the list through `listed()`.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Iterable, Sequence, Set
+from collections.abc import Iterable, Iterator, Sequence, Set
 
 from impl.block import BlockStatus
 from impl.policies.base import CachePolicy
@@ -29,33 +38,68 @@ from model.errors import InvalidArgumentError, InvariantViolationError
 from model.types import Key, LruPolicySnapshot
 from model.validate import touch_keys
 
-__all__ = ["LRUCachePolicy"]
+__all__ = ["LRUCachePolicy", "new_ring"]
+
+
+def new_ring() -> BlockStatus:
+    """An empty evictable list: a sentinel record linked to itself."""
+    ring = BlockStatus(-1)
+    ring.prev = ring.next = ring
+    return ring
+
+
+def _link_last(ring: BlockStatus, block: BlockStatus) -> None:
+    """Append an unlisted record at the most-recent end. Complexity: O(1)."""
+    last = ring.prev
+    block.prev = last
+    block.next = ring
+    last.next = block  # type: ignore[union-attr]
+    ring.prev = block
+
+
+def _unlink(block: BlockStatus) -> None:
+    """Take a listed record out of the list. Complexity: O(1)."""
+    before, after = block.prev, block.next
+    before.next = after  # type: ignore[union-attr]
+    after.prev = before  # type: ignore[union-attr]
+    block.prev = block.next = None
 
 
 class LRUCachePolicy(CachePolicy):
     """Least-recently-used eviction over a dedicated list of the idle (ref 0) blocks."""
 
-    __slots__ = ("blocks", "evictable")
+    __slots__ = ("blocks", "ring")
 
     name = "lru"
 
     def __init__(self, cache_capacity: int) -> None:
         super().__init__(cache_capacity)
         self.blocks: dict[Key, BlockStatus] = {}
-        self.evictable: OrderedDict[Key, BlockStatus] = OrderedDict()
+        self.ring = new_ring()
 
     def get(self, key: Key) -> BlockStatus | None:
         """The key's block, or None. No recency change. Complexity: O(1)."""
         return self.blocks.get(key)
 
-    def insert(self, key: Key, block: BlockStatus) -> None:
-        """Add a new PENDING key (not evictable yet).
+    def listed(self) -> Iterator[BlockStatus]:
+        """The evictable records, least recent first. Complexity: O(1) per record."""
+        ring = self.ring
+        block = ring.next
+        while block is not ring:
+            yield block  # type: ignore[misc]
+            block = block.next  # type: ignore[union-attr]
 
-        Pre: key absent (else `InvalidArgumentError`, nothing changes).
-        Complexity: O(1).
+    def insert(self, key: Key, block: BlockStatus) -> None:
+        """Add a new PENDING key (not evictable yet); the record is filed under `key`.
+
+        Pre: key absent and the record unlisted (else `InvalidArgumentError`, nothing
+        changes). Complexity: O(1).
         """
         if key in self.blocks:
             raise InvalidArgumentError(f"LRU insert: key {key!r} is already resident")
+        if block.prev is not None:
+            raise InvalidArgumentError(f"LRU insert: the record for {key!r} is already listed")
+        block.key = key
         self.blocks[key] = block
 
     def remove(self, key: Key) -> None:
@@ -64,14 +108,15 @@ class LRUCachePolicy(CachePolicy):
         Pre: key resident and not evictable (else `InvalidArgumentError`, no change).
         Complexity: O(1).
         """
-        if key not in self.blocks:
+        block = self.blocks.get(key)
+        if block is None:
             raise InvalidArgumentError(f"LRU remove: key {key!r} is not resident")
-        if key in self.evictable:
+        if block.prev is not None:
             raise InvalidArgumentError(f"LRU remove: key {key!r} is evictable, not pending")
         del self.blocks[key]
 
     def mark_evictable(self, key: Key) -> None:
-        """The key's ref count just became 0: append it at the most-recent end.
+        """The key's ref count just became 0: link it at the most-recent end.
 
         Pre: key resident with ref_cnt 0 and not yet evictable (else
         `InvalidArgumentError`, no change). Complexity: O(1).
@@ -79,17 +124,19 @@ class LRUCachePolicy(CachePolicy):
         block = self.blocks.get(key)
         if block is None or block.ref_cnt != 0:
             raise InvalidArgumentError(f"LRU mark_evictable: key {key!r} is not at ref 0")
-        if key in self.evictable:
+        if block.prev is not None:
             raise InvalidArgumentError(f"LRU mark_evictable: key {key!r} is already evictable")
-        self.evictable[key] = block
+        _link_last(self.ring, block)
 
     def mark_non_evictable(self, key: Key) -> None:
         """The key's ref count just left 0: take it out of the list.
 
         Pre: key evictable (else `InvalidArgumentError`, no change). Complexity: O(1).
         """
-        if self.evictable.pop(key, None) is None:
+        block = self.blocks.get(key)
+        if block is None or block.prev is None:
             raise InvalidArgumentError(f"LRU mark_non_evictable: key {key!r} is not evictable")
+        _unlink(block)
 
     def touch(self, keys: Iterable[Key]) -> None:
         """Walk `keys` in reverse; each evictable key moves to the most-recent end.
@@ -98,20 +145,22 @@ class LRUCachePolicy(CachePolicy):
         (unhashable keys and malformed batches are ignored).
         Complexity: O(len(keys)).
         """
-        evictable = self.evictable
-        move = evictable.move_to_end
         seq: Sequence[Key] = keys if type(keys) is list or type(keys) is tuple \
             else touch_keys(keys)
         try:
-            for key in reversed(seq):
-                if key in evictable:
-                    move(key)
+            self._move_to_end(seq)
         except TypeError:
             # An unhashable key: redo the walk over the hashable ones. Each moved key's
             # final place depends only on its last move, so the partial walk is harmless.
-            for key in reversed(touch_keys(seq)):
-                if key in evictable:
-                    move(key)
+            self._move_to_end(touch_keys(seq))
+
+    def _move_to_end(self, keys: Sequence[Key]) -> None:
+        get, ring = self.blocks.get, self.ring
+        for key in reversed(keys):
+            block = get(key)
+            if block is not None and block.prev is not None and block is not ring.prev:
+                _unlink(block)
+                _link_last(ring, block)
 
     def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
         """Remove and return the `n` least-recent evictable keys not in `protected`.
@@ -123,99 +172,122 @@ class LRUCachePolicy(CachePolicy):
         """
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise InvalidArgumentError(f"LRU evict: n must be an int >= 0, got {n!r}")
-        evictable = self.evictable
-        if n > len(evictable):
-            return None
-        # Pop from the least-recent end (one C call per entry); protected entries are
-        # set aside and put back at the front, in order, afterwards.
-        popitem = evictable.popitem
-        is_protected = protected.__contains__
-        victims: list[tuple[Key, BlockStatus]] = []
-        skipped: list[tuple[int, tuple[Key, BlockStatus]]] = []  # (victims before it, entry)
-        while len(victims) < n:
-            if not evictable:
-                # Fewer than n unprotected entries (so len(evictable) < n + skipped: this
-                # walk was O(n + protected) too): put everything back, in order.
-                _put_back_front(evictable, _interleave(victims, skipped))
-                return None
-            item = popitem(last=False)
-            if is_protected(item[0]):
-                skipped.append((len(victims), item))
-            else:
-                victims.append(item)
-        if skipped:
-            _put_back_front(evictable, [item for _, item in skipped])
+        ring = self.ring
+        chosen: list[BlockStatus] = []
+        block = ring.next
+        while len(chosen) < n:
+            if block is ring:
+                return None  # walked the whole list (fewer than n + skipped entries)
+            if block.key not in protected:  # type: ignore[union-attr]
+                chosen.append(block)  # type: ignore[arg-type]
+            block = block.next  # type: ignore[union-attr]
         blocks = self.blocks
-        for key, _ in victims:
-            del blocks[key]
+        victims: list[tuple[Key, BlockStatus]] = []
+        for block in chosen:
+            _unlink(block)
+            del blocks[block.key]
+            victims.append((block.key, block))
         return victims
 
     def clear(self) -> None:
-        """Forget every key (in place: the manager's fast path holds both structures)."""
+        """Forget every key (in place: the manager's fast path holds `blocks` and `ring`).
+
+        Listed records are unlinked one by one, so no discarded record keeps another
+        alive through a link. Complexity: O(n).
+        """
+        for block in list(self.listed()):
+            block.prev = block.next = None
+        ring = self.ring
+        ring.prev = ring.next = ring
         self.blocks.clear()
-        self.evictable.clear()
 
     def checkpoint(self) -> object:
-        """Copies of both structures (records shared). Complexity: O(n)."""
-        return dict(self.blocks), OrderedDict(self.evictable)
+        """A copy of `blocks` and the listed records in order (records shared).
+
+        Complexity: O(n).
+        """
+        return dict(self.blocks), list(self.listed())
 
     def rollback(self, saved: object) -> None:
-        """Restore both structures in place from a `checkpoint`. Complexity: O(n)."""
+        """Restore `blocks` and the list in place from a `checkpoint`. Complexity: O(n)."""
         if not isinstance(saved, tuple) or len(saved) != 2:
             raise InvalidArgumentError("LRU rollback: not a token from checkpoint()")
-        blocks, evictable = saved
+        blocks, order = saved
+        self._relink(order)
         self.blocks.clear()
         self.blocks.update(blocks)
-        self.evictable.clear()
-        self.evictable.update(evictable)
+
+    def _relink(self, order: Iterable[BlockStatus]) -> None:
+        """Make `order` the list: everything listed now is unlinked first."""
+        for block in list(self.listed()):
+            block.prev = block.next = None
+        ring = self.ring
+        ring.prev = ring.next = ring
+        for block in order:
+            _link_last(ring, block)
+
+    def __getstate__(self) -> tuple[int, dict[Key, BlockStatus], BlockStatus, list[Key]]:
+        """Copies carry the list as keys in order (records carry no links)."""
+        return self.cache_capacity, self.blocks, self.ring, [b.key for b in self.listed()]
+
+    def __setstate__(self, state: tuple[int, dict[Key, BlockStatus], BlockStatus, list[Key]]
+                     ) -> None:
+        capacity, blocks, ring, order = state
+        self.cache_capacity = capacity
+        self.blocks = blocks
+        ring.prev = ring.next = ring
+        self.ring = ring
+        self._relink(blocks[key] for key in order)
 
     def snapshot(self) -> LruPolicySnapshot:
         """The evictable list, least recent first. Complexity: O(n)."""
-        return LruPolicySnapshot(evictable=tuple(self.evictable))
+        return LruPolicySnapshot(evictable=tuple(block.key for block in self.listed()))
 
     def check_invariants(self) -> None:
-        """The list holds exactly the resident ref-0 blocks, as the very same records.
+        """The list is a well-formed ring of exactly the resident ref-0 records.
 
+        Checks the links both ways, that every listed record is the resident record
+        of its key with ref 0, that no record is listed twice (the walk is bounded by
+        the number of resident blocks) and that every ref-0 record is listed.
         Raises `InvariantViolationError` naming the violated invariant.
         Complexity: O(n).
         """
-        blocks = self.blocks
-        for key, block in self.evictable.items():
-            if blocks.get(key) is not block:
+        ring, blocks = self.ring, self.blocks
+        if ring.key is not None or ring.block_id != -1 or ring.ref_cnt != -1:
+            raise InvariantViolationError(["lru_list_exact"], "the sentinel was modified")
+        count = 0
+        block = ring
+        while True:
+            after = block.next
+            if after is None or after.prev is not block:
+                raise InvariantViolationError(["lru_list_exact"], f"broken link after {block!r}")
+            if after is ring:
+                break
+            count += 1
+            if count > len(blocks):
+                raise InvariantViolationError(["lru_list_exact"], "the list has a cycle")
+            if blocks.get(after.key) is not after:
                 raise InvariantViolationError(
-                    ["lru_list_exact"], f"evictable key {key!r} is not the resident record"
+                    ["lru_list_exact"], f"listed key {after.key!r} is not the resident record"
                 )
-            if block.ref_cnt != 0:
+            if after.ref_cnt != 0:
                 raise InvariantViolationError(
-                    ["evictable_iff_idle"], f"evictable key {key!r} has ref {block.ref_cnt}"
+                    ["evictable_iff_idle"], f"listed key {after.key!r} has ref {after.ref_cnt}"
                 )
-        idle = sum(1 for block in blocks.values() if block.ref_cnt == 0)
-        if idle != len(self.evictable):
+            block = after
+        idle = 0
+        for key, block in blocks.items():
+            if block.key != key:
+                raise InvariantViolationError(
+                    ["lru_list_exact"], f"record under {key!r} is filed as {block.key!r}"
+                )
+            if block.ref_cnt == 0:
+                idle += 1
+            elif block.prev is not None or block.next is not None:
+                raise InvariantViolationError(
+                    ["evictable_iff_idle"], f"key {key!r} at ref {block.ref_cnt} has links"
+                )
+        if idle != count:
             raise InvariantViolationError(
-                ["evictable_iff_idle"],
-                f"{idle} blocks at ref 0 but {len(self.evictable)} in the evictable list",
+                ["evictable_iff_idle"], f"{idle} blocks at ref 0 but {count} in the evictable list"
             )
-
-
-def _put_back_front(
-    evictable: OrderedDict[Key, BlockStatus], items: list[tuple[Key, BlockStatus]]
-) -> None:
-    """Re-insert popped entries at the least-recent end, keeping their order."""
-    move = evictable.move_to_end
-    for key, block in reversed(items):
-        evictable[key] = block
-        move(key, last=False)
-
-
-def _interleave(
-    victims: list[tuple[Key, BlockStatus]], skipped: list[tuple[int, tuple[Key, BlockStatus]]]
-) -> list[tuple[Key, BlockStatus]]:
-    """Popped entries in pop order, from the victims and the (position, entry) skips."""
-    out: list[tuple[Key, BlockStatus]] = []
-    done = 0
-    for position, item in skipped:
-        out.extend(victims[done:position])
-        done = position
-        out.append(item)
-    out.extend(victims[done:])
-    return out

@@ -28,9 +28,8 @@ class TouchMovesPinned(LRUCachePolicy):
     def touch(self, keys: Iterable[Key]) -> None:
         for key in reversed(touch_keys(keys)):
             block = self.blocks.get(key)
-            if block is not None:
-                self.evictable[key] = block  # BUG: no check that the key is evictable
-                self.evictable.move_to_end(key)
+            if block is not None:  # BUG: no check that the key is evictable
+                _move_to_recent_end(self.ring, block)
 
 
 class EvictionIgnoresProtected(LRUCachePolicy):
@@ -46,8 +45,19 @@ class ForwardTouch(LRUCachePolicy):
 
     def touch(self, keys: Iterable[Key]) -> None:
         for key in touch_keys(keys):  # BUG: should walk in reverse
-            if key in self.evictable:
-                self.evictable.move_to_end(key)
+            block = self.blocks.get(key)
+            if block is not None and block.prev is not None:
+                _move_to_recent_end(self.ring, block)
+
+
+def _move_to_recent_end(ring: BlockStatus, block: BlockStatus) -> None:
+    """Unlink `block` if it is listed, then link it at the most-recent end."""
+    if block.prev is not None and block.next is not None:
+        block.prev.next, block.next.prev = block.next, block.prev
+    last = ring.prev
+    assert last is not None
+    block.prev, block.next = last, ring
+    last.next = ring.prev = block
 
 
 def _with_policy(name: str, cls: type[LRUCachePolicy]) -> Callable[[int, str, bool], Any]:

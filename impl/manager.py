@@ -136,22 +136,36 @@ class CPUOffloadingManager(ManagerCore):
             return self._prepare_store_generic(to_store, protected)
         free = self._free
         need = count - (self._num_blocks - self._high_water) - len(free)
-        evicted: list[Key] = []
-        if need > 0:
-            if need > self._num_evictable:
-                return None
-            victims = self._policy.evict(need, protected)
-            if victims is None:
-                return None
-            evicted = [key for key, _ in victims]
-            free.extend([block.block_id for _, block in victims])
-            self._num_evictable -= need
-            if self._events is not None:
-                self._events.append(OffloadingEvent(tuple(evicted), True))
+        if need <= 0:
+            slots = self._take_slots(count)
+            blocks.update(zip(to_store, map(BlockStatus, slots, to_store), strict=True))
+            self._num_pending += count
+            return PrepareStoreOutput(to_store, slots, [])
+        if need > self._num_evictable:
+            return None
+        victims = self._policy.evict(need, protected)
+        if victims is None:
+            return None
+        evicted = [key for key, _ in victims]
+        records = [block for _, block in victims]
+        free.extend([block.block_id for block in records])
+        self._num_evictable -= need
+        if self._events is not None:
+            self._events.append(OffloadingEvent(tuple(evicted), True))
         slots = self._take_slots(count)
-        blocks.update(zip(to_store, map(BlockStatus, slots, to_store), strict=True))
+        # The victims' records (unlinked, out of `blocks`, referenced nowhere else) are
+        # reset for the first `need` new keys instead of allocating new ones: no
+        # allocation, and no growth of the collector's old generation, per stored key.
+        for block, key, slot in zip(records, to_store, slots, strict=False):  # first `need`
+            block.ref_cnt = -1
+            block.key = key
+            block.block_id = slot
+        if count > need:
+            records += map(BlockStatus, slots[need:], to_store[need:])
+        blocks.update(zip(to_store, records, strict=True))
         self._num_pending += count
         return PrepareStoreOutput(to_store, slots, evicted)
+
     def complete_store(self, keys: Sequence[Key], success: bool = True) -> list[Key]:
         """PENDING keys become READY (success) or ABSENT (failure); others are ignored.
 

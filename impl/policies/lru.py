@@ -174,19 +174,27 @@ class LRUCachePolicy(CachePolicy):
             raise InvalidArgumentError(f"LRU evict: n must be an int >= 0, got {n!r}")
         ring = self.ring
         chosen: list[BlockStatus] = []
+        pick = chosen.append
         block = ring.next
-        while len(chosen) < n:
+        remaining = n
+        while remaining:
             if block is ring:
                 return None  # walked the whole list (fewer than n + skipped entries)
             if block.key not in protected:  # type: ignore[union-attr]
-                chosen.append(block)  # type: ignore[arg-type]
+                pick(block)  # type: ignore[arg-type]
+                remaining -= 1
             block = block.next  # type: ignore[union-attr]
         blocks = self.blocks
         victims: list[tuple[Key, BlockStatus]] = []
-        for block in chosen:
-            _unlink(block)
-            del blocks[block.key]
-            victims.append((block.key, block))
+        keep = victims.append
+        for block in chosen:  # unlink (inline `_unlink`: one call per victim is measurable)
+            before, after = block.prev, block.next
+            before.next = after  # type: ignore[union-attr]
+            after.prev = before  # type: ignore[union-attr]
+            block.prev = block.next = None
+            key = block.key
+            del blocks[key]
+            keep((key, block))
         return victims
 
     def clear(self) -> None:

@@ -28,15 +28,13 @@ the result, its table and its plot with the others).
 
 from __future__ import annotations
 
-import argparse
 import gc
 import itertools
-import json
 from collections import OrderedDict
 from collections.abc import Iterable, Set
-from pathlib import Path
 from typing import Any
 
+from bench.runner import standalone
 from bench.timing import Contender, Measurement, interleaved, paired_ratio
 from impl.block import BlockStatus
 from impl.policies.arc import ARCCachePolicy
@@ -46,7 +44,6 @@ from model.types import ArcPolicySnapshot, Key
 
 __all__ = ["ScanningArc", "main", "run"]
 
-RESULTS = Path(__file__).resolve().parent / "results" / "arc.json"
 PINNED = (0.0, 0.9)
 
 
@@ -245,17 +242,8 @@ def run(quick: bool) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, few rounds")
-    args = parser.parse_args(argv)
-    result = run(args.quick)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2), encoding="utf-8")
-    print("  ".join(result["table"]["columns"]))
-    for row in result["table"]["rows"]:
-        print("  ".join(row))
-    print(f"wrote {RESULTS}")
-    return 0
+    """This benchmark alone: see `bench.runner.standalone`."""
+    return standalone("arc", run, __doc__.split("\n")[0], argv)
 
 
 if __name__ == "__main__":

@@ -40,9 +40,7 @@ from proofs/explore_worker.py.
 
 from __future__ import annotations
 
-import argparse
 import gc
-import json
 import os
 import pickle
 import statistics
@@ -50,20 +48,19 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from bench.runner import standalone
 from impl.manager import CPUOffloadingManager
 from model.manager import ModelManager
 from model.types import ManagerSnapshot
 from proofs.explore import LEVEL_BOUNDS, explore
 from proofs.explore_ops import Op, invoke
-from proofs.explore_state import Code, encode, mentioned_keys
+from proofs.explore_state import Code, encode
 from proofs.explore_worker import Bounds, Context
 
 __all__ = ["TARGET_STATES_PER_S", "main", "run"]
 
-RESULTS = Path(__file__).resolve().parent / "results" / "explore.json"
 TARGET_STATES_PER_S = 50_000
 """The rate the issue asks for."""
 WORKERS = (1, 2)
@@ -102,17 +99,6 @@ def _explorer(bounds: Bounds, workers: int) -> dict[str, Any]:
 # ------------------------------------------------------------------ reachable states
 
 
-def _ops_of(ctx: Context, snap: ManagerSnapshot) -> tuple[int, ...]:
-    """The op indexes the explorer tries in this state (masks as in `_expand`)."""
-    mentioned = maxed = 0
-    for k in mentioned_keys(snap):
-        mentioned |= ctx.key_bit.get(k, 0)
-    for e in snap.blocks:
-        if e.ref_cnt >= ctx.bounds.max_ref:
-            maxed |= ctx.key_bit.get(e.key, 0)
-    return ctx.alphabet.ops_for(mentioned, maxed, ctx.canonical)
-
-
 def _reachable(ctx: Context) -> list[tuple[int, ...]]:
     """A shortest path to every state the explorer visits, in breadth-first order."""
     b = ctx.bounds
@@ -125,7 +111,7 @@ def _reachable(ctx: Context) -> list[tuple[int, ...]]:
         paths.append(path)
         pre = model.snapshot()
         blob = pickle.dumps(model, pickle.HIGHEST_PROTOCOL)
-        for oi in _ops_of(ctx, pre):
+        for oi in ctx.ops_in(pre):
             succ: ModelManager = pickle.loads(blob)
             invoke(succ, ctx.ops[oi])
             post = succ.snapshot()
@@ -162,7 +148,7 @@ class Sampled:
 def _sampled(ctx: Context, path: tuple[int, ...]) -> Sampled:
     model, impl = ctx.fresh(path)
     pre = model.snapshot()
-    ops = tuple(ctx.ops[i] for i in _ops_of(ctx, pre))
+    ops = tuple(ctx.ops[i] for i in ctx.ops_in(pre))
     return Sampled(pickle.dumps(model, pickle.HIGHEST_PROTOCOL),
                    pickle.dumps(impl, pickle.HIGHEST_PROTOCOL), pre, impl.snapshot(), ops)
 
@@ -378,18 +364,8 @@ def run(quick: bool) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="quick bounds, one repetition")
-    args = p.parse_args(argv)
-    result = run(args.quick)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2, default=str))
-    for row in result["table"]["rows"]:
-        print("  ".join(row))
-    for line in result["notes"]:
-        print(line)
-    print(f"wrote {RESULTS}")
-    return 0
+    """This benchmark alone: see `bench.runner.standalone`."""
+    return standalone("explore", run, __doc__.split("\n")[0], argv)
 
 
 if __name__ == "__main__":

@@ -18,13 +18,11 @@ ratios of CPU-time rates):
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
+from bench.runner import standalone
 from bench.timing import Contender, Measurement, interleaved, paired_ratio
 from impl.block_pool import BlockPool
 from impl.free_queue import FreeKVCacheBlockQueue, KVCacheBlock
@@ -34,7 +32,6 @@ from model.types import BlockId
 
 __all__ = ["main", "run"]
 
-RESULTS = Path(__file__).resolve().parent / "results" / "free_queue.json"
 
 
 def _queues(n: int) -> tuple[FreeKVCacheBlockQueue, ModelFreeQueue]:
@@ -216,16 +213,8 @@ def run(quick: bool) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="small sizes, few repetitions")
-    args = p.parse_args(argv)
-    result = run(args.quick)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2, default=str))
-    for row in result["table"]["rows"]:
-        print("  ".join(row))
-    print(f"wrote {RESULTS}")
-    return 0
+    """This benchmark alone: see `bench.runner.standalone`."""
+    return standalone("free_queue", run, __doc__.split("\n")[0], argv)
 
 
 if __name__ == "__main__":

@@ -20,12 +20,10 @@ copies the queue on every step) is timed next to `impl` at the small sizes.
 
 from __future__ import annotations
 
-import argparse
 import gc
-import json
-from pathlib import Path
 from typing import Any
 
+from bench.runner import standalone
 from bench.timing import Contender, Measurement, interleaved, paired_ratio
 from impl.block_pool import BlockPool
 from impl.lazy_offload import LazyOffloadScanner
@@ -34,7 +32,6 @@ from model.lazy_offload import ModelLazyOffload
 
 __all__ = ["main", "run"]
 
-RESULTS = Path(__file__).resolve().parent / "results" / "lazy.json"
 WINDOW = 64
 
 
@@ -172,17 +169,8 @@ def run(quick: bool) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="small sizes, few repetitions")
-    args = p.parse_args(argv)
-    result = run(args.quick)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2, default=str))
-    print("  ".join(result["table"]["columns"]))
-    for row in result["table"]["rows"]:
-        print("  ".join(row))
-    print(f"wrote {RESULTS}")
-    return 0
+    """This benchmark alone: see `bench.runner.standalone`."""
+    return standalone("lazy", run, __doc__.split("\n")[0], argv)
 
 
 if __name__ == "__main__":

@@ -190,6 +190,27 @@ def _have_matplotlib() -> bool:
 # ---------------------------------------------------------------- main
 
 
+def standalone(name: str, fn: Callable[[bool], dict[str, Any]], description: str,
+               argv: Sequence[str] | None = None) -> int:
+    """`python -m bench.<module> [--quick]`: one benchmark on its own.
+
+    Runs `fn`, writes its dict to `bench/results/<name>.json` and prints its table
+    and notes as `evictable bench` does. Returns the exit status (0).
+    """
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny sizes and few repetitions (a smoke test, not a measurement)")
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    result = fn(args.quick)
+    path = DEFAULT_OUT / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
+    _print_table(name, result)
+    print(f"wrote {path}")
+    return 0
+
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmarks; return 0, or 1 if any of them raised."""
     args = _parser().parse_args(list(argv) if argv is not None else None)

@@ -90,6 +90,17 @@ class Context:
             invoke(impl, self.ops[i])
         return model, impl
 
+    def ops_in(self, snap: ManagerSnapshot) -> tuple[int, ...]:
+        """Indexes of the ops to try in the state `snap` (`Alphabet.ops_for` with the
+        keys it mentions and the keys at `max_ref` loads)."""
+        mentioned = maxed = 0
+        for k in mentioned_keys(snap):
+            mentioned |= self.key_bit.get(k, 0)
+        for e in snap.blocks:
+            if e.ref_cnt >= self.bounds.max_ref:
+                maxed |= self.key_bit.get(e.key, 0)
+        return self.alphabet.ops_for(mentioned, maxed, self.canonical)
+
     def cloner(self, obj: Any) -> Callable[[], Any] | None:
         """A maker of independent copies of `obj`, or None (rebuild by replay).
 
@@ -200,12 +211,6 @@ def _expand(ctx: Context, sid: int, path: tuple[int, ...]) -> Chunk:
     m_pre, i_pre, why = _state_failure(model, impl)
     if why is not None:
         return 0, 0, [], (why, path, None)
-    mentioned = maxed = 0
-    for k in mentioned_keys(m_pre):
-        mentioned |= ctx.key_bit.get(k, 0)
-    for e in m_pre.blocks:
-        if e.ref_cnt >= ctx.bounds.max_ref:
-            maxed |= ctx.key_bit.get(e.key, 0)
     make_m, make_i = ctx.cloner(model), ctx.cloner(impl)
     wm: Any = None
     wi: Any = None
@@ -213,7 +218,7 @@ def _expand(ctx: Context, sid: int, path: tuple[int, ...]) -> Chunk:
     edges = pruned = 0
     new: list[New] = []
     limit = ctx.bounds.events
-    for oi in ctx.alphabet.ops_for(mentioned, maxed, ctx.canonical):
+    for oi in ctx.ops_in(m_pre):
         op = ctx.ops[oi]
         if wm is None:
             fm, fi = (make_m, make_i) if make_m and make_i else (None, None)

@@ -52,10 +52,9 @@ def test_quick_run_reports_positive_floors(quick: dict[str, Any]) -> None:
     assert floor["edges_timed_per_rep"] > quick["sample_states"] > 0
 
 
-def test_ceiling_exceeds_the_measured_rate(quick: dict[str, Any]) -> None:
+def test_ceilings_follow_from_the_floors(quick: dict[str, Any]) -> None:
     ceiling = quick["ceiling"]
     assert ceiling["impl_only"] > ceiling["model_and_impl"] > 0
-    assert ceiling["impl_only"] > quick["explorer"][0]["states_per_s"]
     assert quick["target_states_per_s"] == TARGET_STATES_PER_S
     assert ceiling["target_over_impl_only"] == pytest.approx(
         TARGET_STATES_PER_S / ceiling["impl_only"])

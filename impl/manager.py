@@ -7,8 +7,9 @@ Two code paths share validation, slot bookkeeping and counters:
 
 * the **fast path**, for a policy of exactly `LRUCachePolicy`: the manager updates the
   policy's `blocks` dict and its intrusive evictable list directly (C-level dict
-  operations and inline links through the list's sentinel, no per-key method
-  call); batch-level calls (`evict`, `touch`, `clear`) still go through the policy;
+  operations, and one `link_last` / `unlink` call per batch from
+  `impl.policies.lru`, no per-key method call); batch-level calls (`evict`,
+  `touch`, `clear`) still go through the policy;
 * the **generic path**, for any other policy (ARC, subclasses, third-party): the
   manager keeps its own key -> `BlockStatus` dict and calls the policy's methods per
   key, in the order the model calls them.
@@ -30,7 +31,7 @@ from collections.abc import Sequence
 from impl.block import BlockStatus
 from impl.manager_core import ManagerCore, refusal, state_of_ref
 from impl.policies.factory import create_policy, is_builtin, known_policies
-from impl.policies.lru import LRUCachePolicy
+from impl.policies.lru import LRUCachePolicy, link_last, unlink
 from model.errors import InvariantViolationError
 from model.invariants import check_snapshot
 from model.lifecycle import CpuEvent
@@ -136,32 +137,30 @@ class CPUOffloadingManager(ManagerCore):
             return self._prepare_store_generic(to_store, protected)
         free = self._free
         need = count - (self._num_blocks - self._high_water) - len(free)
-        if need <= 0:
-            slots = self._take_slots(count)
-            blocks.update(zip(to_store, map(BlockStatus, slots, to_store), strict=True))
-            self._num_pending += count
-            return PrepareStoreOutput(to_store, slots, [])
-        if need > self._num_evictable:
-            return None
-        victims = self._policy.evict(need, protected)
-        if victims is None:
-            return None
-        evicted = [key for key, _ in victims]
-        records = [block for _, block in victims]
-        free.extend([block.block_id for block in records])
-        self._num_evictable -= need
-        if self._events is not None:
-            self._events.append(OffloadingEvent(tuple(evicted), True))
+        evicted: list[Key] = []
+        records: list[BlockStatus] = []
+        if need > 0:
+            if need > self._num_evictable:
+                return None
+            victims = self._policy.evict(need, protected)
+            if victims is None:
+                return None
+            evicted = [key for key, _ in victims]
+            records = [block for _, block in victims]
+            free.extend([block.block_id for block in records])
+            self._num_evictable -= need
+            if self._events is not None:
+                self._events.append(OffloadingEvent(tuple(evicted), True))
         slots = self._take_slots(count)
         # The victims' records (unlinked, out of `blocks`, referenced nowhere else) are
-        # reset for the first `need` new keys instead of allocating new ones: no
-        # allocation, and no growth of the collector's old generation, per stored key.
-        for block, key, slot in zip(records, to_store, slots, strict=False):  # first `need`
+        # reset for the first new keys instead of allocating new ones: no allocation,
+        # and no growth of the collector's old generation, per stored key.
+        reused = len(records)
+        for block, key, slot in zip(records, to_store, slots, strict=False):
             block.ref_cnt = -1
             block.key = key
             block.block_id = slot
-        if count > need:
-            records += map(BlockStatus, slots[need:], to_store[need:])
+        records += map(BlockStatus, slots[reused:], to_store[reused:])
         blocks.update(zip(to_store, records, strict=True))
         self._num_pending += count
         return PrepareStoreOutput(to_store, slots, evicted)
@@ -180,16 +179,14 @@ class CPUOffloadingManager(ManagerCore):
         get = self._blocks.get
         acted: list[Key] = []
         if success:
+            ready: list[BlockStatus] = []
             for key in batch:
                 block = get(key)
                 if block is not None and block.ref_cnt < 0:
                     block.ref_cnt = 0
-                    last = lru.prev  # link at the most-recent end (LRUCachePolicy)
-                    block.prev = last
-                    block.next = lru
-                    last.next = block  # type: ignore[union-attr]
-                    lru.prev = block
+                    ready.append(block)
                     acted.append(key)
+            link_last(lru, ready)  # the most-recent end, in key order
             if acted:
                 self._num_pending -= len(acted)
                 self._num_evictable += len(acted)
@@ -234,11 +231,7 @@ class CPUOffloadingManager(ManagerCore):
                 pinned.append(block)
             slots.append(block.block_id)
         if pinned:
-            for block in pinned:  # unlink from the evictable list (LRUCachePolicy)
-                before, after = block.prev, block.next
-                before.next = after  # type: ignore[union-attr]
-                after.prev = before  # type: ignore[union-attr]
-                block.prev = block.next = None
+            unlink(pinned)
             self._num_evictable -= len(pinned)
         return slots
 
@@ -273,12 +266,7 @@ class CPUOffloadingManager(ManagerCore):
             if not ref:
                 idle.append(block)
         if idle:
-            for block in idle:  # link at the most-recent end, in key order (LRUCachePolicy)
-                last = lru.prev
-                block.prev = last
-                block.next = lru
-                last.next = block  # type: ignore[union-attr]
-                lru.prev = block
+            link_last(lru, idle)  # the most-recent end, in key order
             self._num_evictable += len(idle)
 
     def _repin(self, batch: Sequence[Key], done: int) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from impl.block import BlockStatus
 from impl.manager import CPUOffloadingManager
 from impl.policies.factory import register_policy
-from impl.policies.lru import LRUCachePolicy
+from impl.policies.lru import LRUCachePolicy, link_last, unlink
 from model.types import Key
 from model.validate import touch_keys
 from tests.seeded_bugs.bug import SeededBug
@@ -52,12 +52,9 @@ class ForwardTouch(LRUCachePolicy):
 
 def _move_to_recent_end(ring: BlockStatus, block: BlockStatus) -> None:
     """Unlink `block` if it is listed, then link it at the most-recent end."""
-    if block.prev is not None and block.next is not None:
-        block.prev.next, block.next.prev = block.next, block.prev
-    last = ring.prev
-    assert last is not None
-    block.prev, block.next = last, ring
-    last.next = ring.prev = block
+    if block.prev is not None:
+        unlink((block,))
+    link_last(ring, (block,))
 
 
 def _with_policy(name: str, cls: type[LRUCachePolicy]) -> Callable[[int, str, bool], Any]:

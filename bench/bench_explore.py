@@ -27,12 +27,10 @@ the LRU manager at the `default` bounds of `evictable verify` (quick: `quick`):
   process coordination cost nothing, with the implementation floor only and with
   model + implementation floors. `cores` is `os.cpu_count()` (2 if unknown).
 
-The sample is reached without restating any rule: a breadth-first walk of
-`ModelManager` (successors by pickle copies, deduplicated by the explorer's own
-canonical `encode`, pruned at the same pending-event bound) yields a shortest path
-of op indexes per state; its state count must equal the explorer's. Each sampled
-state is then built on a fresh model and implementation by `Context.fresh(path)`
-from proofs/explore_worker.py.
+The sample comes from the 1-worker exploration itself (`Exploration.paths()`: a
+shortest path of op indexes to every visited state, in breadth-first order). Each
+sampled state is then built on a fresh model and implementation by
+`Context.fresh(path)` from proofs/explore_worker.py.
 
 `python -m bench.bench_explore [--quick]` writes bench/results/explore.json;
 `evictable bench --only explore` runs `run(quick)` through bench/runner.py.
@@ -45,18 +43,15 @@ import os
 import pickle
 import statistics
 import time
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from bench.runner import standalone
 from impl.manager import CPUOffloadingManager
-from model.manager import ModelManager
 from model.types import ManagerSnapshot
-from proofs.explore import LEVEL_BOUNDS, explore
+from proofs.explore import LEVEL_BOUNDS, Exploration, explore
 from proofs.explore_ops import Op, invoke
-from proofs.explore_state import Code, encode
 from proofs.explore_worker import Bounds, Context
 
 __all__ = ["TARGET_STATES_PER_S", "main", "run"]
@@ -69,8 +64,9 @@ WORKERS = (1, 2)
 # ------------------------------------------------------------------ explorer runs
 
 
-def _explorer(bounds: Bounds, workers: int) -> dict[str, Any]:
-    """One exploration, with its CPU time summed over the parent and its workers."""
+def _explorer(bounds: Bounds, workers: int) -> tuple[dict[str, Any], Exploration]:
+    """One exploration's figures, with its CPU time summed over the parent and its
+    workers, and the exploration itself."""
     gc.collect()
     cpu0, kids0 = time.process_time(), os.times()
     run = explore(bounds, workers=workers)
@@ -81,7 +77,7 @@ def _explorer(bounds: Bounds, workers: int) -> dict[str, Any]:
     if not run.ok:
         raise RuntimeError(f"exploration failed: {run.summary()}")
     f = run.figures
-    return {
+    figures = {
         "workers": workers,
         "states": f.states,
         "concrete": f.concrete,
@@ -94,34 +90,10 @@ def _explorer(bounds: Bounds, workers: int) -> dict[str, Any]:
         "cpu_us_per_edge": cpu / f.transitions * 1e6,
         "edges_per_state": f.transitions / f.states,
     }
+    return figures, run
 
 
-# ------------------------------------------------------------------ reachable states
-
-
-def _reachable(ctx: Context) -> list[tuple[int, ...]]:
-    """A shortest path to every state the explorer visits, in breadth-first order."""
-    b = ctx.bounds
-    root = ModelManager(b.slots, b.policy, b.events > 0)
-    seen: set[Code] = {encode(root.snapshot(), ctx.canonical)[0]}
-    queue: deque[tuple[ModelManager, tuple[int, ...]]] = deque([(root, ())])
-    paths: list[tuple[int, ...]] = []
-    while queue:
-        model, path = queue.popleft()
-        paths.append(path)
-        pre = model.snapshot()
-        blob = pickle.dumps(model, pickle.HIGHEST_PROTOCOL)
-        for oi in ctx.ops_in(pre):
-            succ: ModelManager = pickle.loads(blob)
-            invoke(succ, ctx.ops[oi])
-            post = succ.snapshot()
-            if post == pre or (b.events and len(post.pending_events) > b.events):
-                continue
-            code, _ = encode(post, ctx.canonical)
-            if code not in seen:
-                seen.add(code)
-                queue.append((succ, (*path, oi)))
-    return paths
+# ------------------------------------------------------------------ sampled states
 
 
 def _spread(items: Sequence[tuple[int, ...]], n: int) -> list[tuple[int, ...]]:
@@ -325,12 +297,10 @@ def run(quick: bool) -> dict[str, Any]:
     n_sample, reps = (30, 1) if quick else (200, 3)
     cpu = os.cpu_count()
     cores = cpu or 2
-    runs = [_explorer(bounds, w) for w in WORKERS]
+    explored = [_explorer(bounds, w) for w in WORKERS]
+    runs = [figures for figures, _ in explored]
     ctx = Context(bounds, CPUOffloadingManager, True)
-    paths = _reachable(ctx)
-    if len(paths) != runs[0]["states"]:
-        raise RuntimeError(f"sample walk found {len(paths)} states, the explorer "
-                           f"{runs[0]['states']}")
+    paths = explored[0][1].paths()  # every visited state, breadth-first
     samples = [_sampled(ctx, p) for p in _spread(paths, n_sample)]
     floor = _floors(samples, reps)
     eps = runs[0]["edges_per_state"]

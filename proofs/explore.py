@@ -33,7 +33,7 @@ import math
 import multiprocessing
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from model.manager import MODEL_POLICIES, ModelManager
@@ -105,6 +105,17 @@ class Exploration:
     workers: int
     figures: Figures
     failure: Failure | None
+    parents: tuple[tuple[int, int], ...] = field(default=(), compare=False, repr=False)
+    """Per visited state, in discovery (breadth-first) order: (parent id, op index);
+    the initial state is (-1, -1)."""
+
+    def paths(self) -> list[tuple[int, ...]]:
+        """A shortest path of op indexes (into `Alphabet.ops`) to every visited state,
+        in discovery order: the first is the initial state's, ()."""
+        out: list[tuple[int, ...]] = []
+        for pid, oi in self.parents:
+            out.append(() if pid < 0 else (*out[pid], oi))
+        return out
 
     @property
     def ok(self) -> bool:
@@ -193,7 +204,7 @@ def explore(
     seconds = time.perf_counter() - start
     figures = Figures(len(seen), transitions, depth, seconds, pruned, complete, concrete)
     failure = _failure(ctx, found) if found is not None else None
-    return Exploration(bounds, canonical, workers, figures, failure)
+    return Exploration(bounds, canonical, workers, figures, failure, tuple(parents))
 
 
 def _length(found: Found) -> int:

@@ -1,4 +1,4 @@
-"""Smoke test of bench/bench_explore.py: the sample walk matches the explorer; run(quick) works.
+"""Smoke test of bench/bench_explore.py: run(quick) works and reports consistent numbers.
 
 No timing thresholds: only structure and sanity of the reported numbers.
 """
@@ -9,23 +9,12 @@ from typing import Any
 
 import pytest
 
-from bench.bench_explore import TARGET_STATES_PER_S, _reachable, _spread, run
-from impl.manager import CPUOffloadingManager
-from proofs.explore import LEVEL_BOUNDS, explore
-from proofs.explore_worker import Context
+from bench.bench_explore import TARGET_STATES_PER_S, _spread, run
 
 
 @pytest.fixture(scope="module")
 def quick() -> dict[str, Any]:
     return run(quick=True)
-
-
-def test_sample_walk_reaches_exactly_the_explorers_states() -> None:
-    bounds = LEVEL_BOUNDS["quick"]["lru"]
-    paths = _reachable(Context(bounds, CPUOffloadingManager, True))
-    assert len(paths) == explore(bounds, workers=1).figures.states
-    assert len(set(paths)) == len(paths)
-    assert [len(p) for p in paths] == sorted(len(p) for p in paths)  # breadth-first
 
 
 def test_spread_keeps_first_and_spans_the_order() -> None:

@@ -50,6 +50,22 @@ def test_explores_every_state_of_the_lru_manager_without_failure() -> None:
     assert f.complete and f.states_per_s > 0
 
 
+def test_paths_reach_every_visited_state_breadth_first() -> None:
+    run = explore(SMALL, workers=2)
+    paths = run.paths()
+    assert len(paths) == run.figures.states and paths[0] == ()
+    assert [len(p) for p in paths] == sorted(len(p) for p in paths)
+    assert max(len(p) for p in paths) == run.figures.max_depth
+    ops = Alphabet(SMALL.keys, SMALL.batch).ops
+    codes = set()
+    for path in paths:
+        model = ModelManager(SMALL.slots, SMALL.policy, SMALL.events > 0)
+        for i in path:
+            invoke(model, ops[i])
+        codes.add(encode(model.snapshot(), True)[0])
+    assert len(codes) == len(paths)  # each path reaches its own state
+
+
 def test_figures_do_not_depend_on_the_number_of_workers() -> None:
     one = explore(SMALL, workers=1).figures
     two = explore(SMALL, workers=2).figures

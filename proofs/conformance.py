@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from hypothesis import HealthCheck, Phase, Verbosity, settings
+from hypothesis import Phase
 from hypothesis import seed as hypothesis_seed
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
@@ -41,6 +41,7 @@ from proofs.conformance_faults import PLAN, fault_policy_name
 from proofs.conformance_inputs import KEYS
 from proofs.conformance_machine import build_machine
 from proofs.conformance_shrink import shrink
+from proofs.hypothesis_run import engine_settings
 from proofs.obligations import Obligation, Outcome, Status, proved, refuted
 
 __all__ = [
@@ -252,18 +253,9 @@ def run_conformance(
         machine = hypothesis_seed(seed)(machine)
     stats = machine.stats  # type: ignore[attr-defined]
     faults = machine.fault_policy is not None  # type: ignore[attr-defined]
-    config = settings(
-        max_examples=examples,
-        stateful_step_count=steps,
-        deadline=None,
-        database=None,
-        derandomize=False,
-        print_blob=False,
-        report_multiple_bugs=False,
-        verbosity=Verbosity.quiet,
-        suppress_health_check=list(HealthCheck),
-        phases=(Phase.explicit, Phase.generate),  # shrinking is done by replay, below
-    )
+    # Shrinking is done by replay, below.
+    config = engine_settings(examples, steps, derandomize=False,
+                             phases=(Phase.explicit, Phase.generate))
     fault_policy = machine.fault_policy  # type: ignore[attr-defined]
     start = time.perf_counter()
     status: Literal["passed", "failed", "error"] = "passed"

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, Verbosity, settings
+from hypothesis import Phase
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -46,6 +46,7 @@ from proofs.gpu_lockstep import (
     one_id,
 )
 from proofs.gpu_seeded import SEEDED_POOLS, SEEDED_QUEUES
+from proofs.hypothesis_run import engine_settings
 from proofs.obligations import Obligation, Outcome, Status, proved, refuted
 from proofs.registry import Level
 
@@ -376,18 +377,7 @@ def run_machine(
     `shrink=False` stops at the first failure found (enough for a negative control).
     """
     phases = list(Phase) if shrink else [Phase.explicit, Phase.reuse, Phase.generate]
-    config = settings(
-        phases=phases,
-        max_examples=examples,
-        stateful_step_count=steps,
-        deadline=None,
-        database=None,
-        derandomize=True,
-        print_blob=False,
-        report_multiple_bugs=False,
-        verbosity=Verbosity.quiet,
-        suppress_health_check=list(HealthCheck),
-    )
+    config = engine_settings(examples, steps, derandomize=True, phases=phases)
     try:
         run_state_machine_as_test(machine, settings=config)
     except GpuConformanceFailure as failure:

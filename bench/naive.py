@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 
+from bench.skeleton import SlotStack
 from impl.block import BlockStatus
 from model.errors import (
     BlockNotFoundError,
@@ -47,7 +48,7 @@ def _no_duplicates(keys: Sequence[Key]) -> None:
         raise DuplicateKeysError(dict.fromkeys(dups))
 
 
-class NaiveLruManager:
+class NaiveLruManager(SlotStack):
     """LRU over all blocks with a scan for ref_cnt 0 on eviction (the baseline).
 
     Complexity: eviction O(resident blocks) worst case; every other call O(len(keys)).
@@ -58,11 +59,9 @@ class NaiveLruManager:
             raise InvalidArgumentError(f"num_blocks must be a non-negative int: {num_blocks!r}")
         if policy != "lru":
             raise InvalidArgumentError(f"unknown policy {policy!r}; known: ['lru']")
-        self.num_blocks = num_blocks
+        super().__init__(num_blocks)
         self.enable_events = enable_events
         self.blocks: OrderedDict[Key, BlockStatus] = OrderedDict()
-        self.free_stack: list[int] = []
-        self.high_water = 0
         self.events: list[OffloadingEvent] = []
 
     def lookup(self, key: Key) -> LookupResult:
@@ -86,7 +85,7 @@ class NaiveLruManager:
         to_store = [k for k in keys if k not in blocks]
         if not to_store:
             return PrepareStoreOutput([], [], [])
-        need = len(to_store) - (len(self.free_stack) + self.num_blocks - self.high_water)
+        need = len(to_store) - self.free_slots()
         victims: list[Key] = []
         if need > 0:
             found = self._scan_victims(need, set(keys))
@@ -95,15 +94,8 @@ class NaiveLruManager:
             victims = found
             for key in victims:
                 self.free_stack.append(blocks.pop(key).block_id)
-        slots: list[int] = []
-        for key in to_store:
-            if self.high_water < self.num_blocks:
-                slot = self.high_water
-                self.high_water += 1
-            else:
-                slot = self.free_stack.pop()
-            blocks[key] = BlockStatus(slot)
-            slots.append(slot)
+        slots = self.take_slots(len(to_store))
+        blocks.update(zip(to_store, map(BlockStatus, slots), strict=True))
         if victims and self.enable_events:
             self.events.append(OffloadingEvent(tuple(victims), removed=True))
         return PrepareStoreOutput(to_store, slots, victims)

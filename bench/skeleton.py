@@ -15,25 +15,52 @@ from collections.abc import Hashable, Sequence
 
 from model.types import PrepareStoreOutput
 
-__all__ = ["DictFloorManager", "SkeletonManager", "SplitSkeletonManager"]
+__all__ = ["DictFloorManager", "SkeletonManager", "SlotStack", "SplitSkeletonManager"]
 
 Key = Hashable
 
 
-class SkeletonManager:
+class SlotStack:
+    """Slot ids handed out as the manager does: never-used ids ascending from the
+    high-water mark, then freed ids from `free_stack`, last freed first.
+
+    The state every baseline shares. Complexity: O(count) per `take_slots`.
+    """
+
+    def __init__(self, num_blocks: int) -> None:
+        self.num_blocks = num_blocks
+        self.free_stack: list[int] = []
+        self.high_water = 0
+
+    def free_slots(self) -> int:
+        """Slots not held by any key."""
+        return len(self.free_stack) + self.num_blocks - self.high_water
+
+    def take_slots(self, count: int) -> list[int]:
+        """`count` slot ids (pre: `count <= free_slots()`)."""
+        slots = []
+        for _ in range(count):
+            if self.high_water < self.num_blocks:
+                slot = self.high_water
+                self.high_water += 1
+            else:
+                slot = self.free_stack.pop()
+            slots.append(slot)
+        return slots
+
+
+class SkeletonManager(SlotStack):
     """Key -> [ref_cnt, slot] in a dict, idle keys in an OrderedDict (least recent first)."""
 
     def __init__(self, num_blocks: int, policy: str = "lru", enable_events: bool = False) -> None:
-        self.num_blocks = num_blocks
+        super().__init__(num_blocks)
         self.blocks: dict[Key, list[int]] = {}
         self.evictable: OrderedDict[Key, None] = OrderedDict()
-        self.free_stack: list[int] = []
-        self.high_water = 0
 
     def prepare_store(self, keys: Sequence[Key]) -> PrepareStoreOutput | None:
         blocks = self.blocks
         to_store = [k for k in keys if k not in blocks]
-        need = len(to_store) - len(self.free_stack) - (self.num_blocks - self.high_water)
+        need = len(to_store) - self.free_slots()
         victims: list[Key] = []
         if need > 0:
             evictable = self.evictable
@@ -49,15 +76,8 @@ class SkeletonManager:
             for key in victims:
                 del evictable[key]
                 free.append(blocks.pop(key)[1])
-        slots = []
-        for key in to_store:
-            if self.high_water < self.num_blocks:
-                slot = self.high_water
-                self.high_water += 1
-            else:
-                slot = self.free_stack.pop()
-            blocks[key] = [-1, slot]
-            slots.append(slot)
+        slots = self.take_slots(len(to_store))
+        blocks.update((key, [-1, slot]) for key, slot in zip(to_store, slots, strict=True))
         return PrepareStoreOutput(to_store, slots, victims)
 
     def complete_store(self, keys: Sequence[Key], success: bool = True) -> list[Key]:
@@ -89,7 +109,7 @@ class SkeletonManager:
                 evictable[key] = None
 
 
-class SplitSkeletonManager:
+class SplitSkeletonManager(SlotStack):
     """The skeleton with one structure per block: idle keys only in the OrderedDict.
 
     Busy blocks (pending, loading) sit in a dict, idle ones only in the OrderedDict
@@ -100,16 +120,14 @@ class SplitSkeletonManager:
     """
 
     def __init__(self, num_blocks: int, policy: str = "lru", enable_events: bool = False) -> None:
-        self.num_blocks = num_blocks
+        super().__init__(num_blocks)
         self.busy: dict[Key, list[int]] = {}
         self.evictable: OrderedDict[Key, list[int]] = OrderedDict()
-        self.free_stack: list[int] = []
-        self.high_water = 0
 
     def prepare_store(self, keys: Sequence[Key]) -> PrepareStoreOutput | None:
         busy, evictable = self.busy, self.evictable
         to_store = [k for k in keys if k not in busy and k not in evictable]
-        need = len(to_store) - len(self.free_stack) - (self.num_blocks - self.high_water)
+        need = len(to_store) - self.free_slots()
         victims: list[Key] = []
         if need > 0:
             protected = set(keys)
@@ -123,15 +141,8 @@ class SplitSkeletonManager:
             free = self.free_stack
             for key in victims:
                 free.append(evictable.pop(key)[1])
-        slots = []
-        for key in to_store:
-            if self.high_water < self.num_blocks:
-                slot = self.high_water
-                self.high_water += 1
-            else:
-                slot = self.free_stack.pop()
-            busy[key] = [-1, slot]
-            slots.append(slot)
+        slots = self.take_slots(len(to_store))
+        busy.update((key, [-1, slot]) for key, slot in zip(to_store, slots, strict=True))
         return PrepareStoreOutput(to_store, slots, victims)
 
     def complete_store(self, keys: Sequence[Key], success: bool = True) -> list[Key]:
@@ -165,7 +176,7 @@ class SplitSkeletonManager:
                 evictable[key] = block
 
 
-class DictFloorManager:
+class DictFloorManager(SlotStack):
     """The memory floor: only the hash-table work the trace forces on any manager.
 
     Whatever its layout, a manager that finds blocks by key must, per stored key,
@@ -179,16 +190,14 @@ class DictFloorManager:
     """
 
     def __init__(self, num_blocks: int, policy: str = "lru", enable_events: bool = False) -> None:
-        self.num_blocks = num_blocks
+        super().__init__(num_blocks)
         self.index: dict[Key, int] = {}
         self.order: deque[Key] = deque()
-        self.free_stack: list[int] = []
-        self.high_water = 0
 
     def prepare_store(self, keys: Sequence[Key]) -> PrepareStoreOutput | None:
         index = self.index
         to_store = [k for k in keys if k not in index]
-        need = len(to_store) - len(self.free_stack) - (self.num_blocks - self.high_water)
+        need = len(to_store) - self.free_slots()
         victims: list[Key] = []
         if need > 0:
             order, free = self.order, self.free_stack
@@ -196,15 +205,8 @@ class DictFloorManager:
                 key = order.popleft()
                 free.append(index.pop(key))
                 victims.append(key)
-        slots = []
-        for key in to_store:
-            if self.high_water < self.num_blocks:
-                slot = self.high_water
-                self.high_water += 1
-            else:
-                slot = self.free_stack.pop()
-            index[key] = slot
-            slots.append(slot)
+        slots = self.take_slots(len(to_store))
+        index.update(zip(to_store, slots, strict=True))
         self.order.extend(to_store)
         return PrepareStoreOutput(to_store, slots, victims)
 

@@ -7,8 +7,8 @@ import pytest
 from model.lifecycle import CPU_MACHINE, GPU_MACHINE, CpuEvent, Machine, Transition, counter_delta
 from proofs import counters
 from proofs.obligations import Status
+from tests.obligation_checks import TIMEOUT_S, assert_proved, refuted_control
 
-TIMEOUT_S = 20.0
 OBLIGATIONS = {ob.name: ob for ob in counters.obligations("quick")}
 
 
@@ -21,17 +21,12 @@ def test_every_declared_counter_has_an_unbounded_and_a_batch_obligation() -> Non
 
 @pytest.mark.parametrize("name", sorted(OBLIGATIONS))
 def test_obligation_is_proved(name: str) -> None:
-    outcome = OBLIGATIONS[name].check(TIMEOUT_S)
-    assert outcome.status is Status.PROVED, outcome.counterexample
+    assert_proved(OBLIGATIONS[name])
 
 
 @pytest.mark.parametrize("name", sorted(OBLIGATIONS))
 def test_negative_control_gives_a_counterexample(name: str) -> None:
-    negative = OBLIGATIONS[name].negative
-    assert negative is not None
-    outcome = negative(TIMEOUT_S)
-    assert outcome.status is Status.COUNTEREXAMPLE
-    assert "violated: counter_matches" in outcome.counterexample
+    assert "violated: counter_matches" in refuted_control(OBLIGATIONS[name])
 
 
 def _missed_on_load_end(machine: Machine, t: Transition) -> dict[str, int]:

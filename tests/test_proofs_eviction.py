@@ -8,24 +8,19 @@ from proofs import eviction, slots
 from proofs.eviction import Walk
 from proofs.obligations import Status
 from proofs.slots import Allocator
+from tests.obligation_checks import TIMEOUT_S, assert_proved, refuted_control
 
-TIMEOUT_S = 20.0
 OBLIGATIONS = {ob.name: ob for ob in eviction.obligations("quick")}
 
 
 @pytest.mark.parametrize("name", sorted(OBLIGATIONS))
 def test_obligation_is_proved(name: str) -> None:
-    outcome = OBLIGATIONS[name].check(TIMEOUT_S)
-    assert outcome.status is Status.PROVED, outcome.counterexample
+    assert_proved(OBLIGATIONS[name])
 
 
 @pytest.mark.parametrize("name", sorted(OBLIGATIONS))
 def test_negative_control_gives_a_counterexample(name: str) -> None:
-    negative = OBLIGATIONS[name].negative
-    assert negative is not None
-    outcome = negative(TIMEOUT_S)
-    assert outcome.status is Status.COUNTEREXAMPLE
-    assert "violated:" in outcome.counterexample
+    assert "violated:" in refuted_control(OBLIGATIONS[name])
 
 
 def test_eviction_ignoring_protection_takes_a_protected_block() -> None:

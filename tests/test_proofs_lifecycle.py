@@ -4,24 +4,17 @@ to the transition table makes verification fail with a counterexample naming the
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 
 import pytest
 
 from model import lifecycle
 from model.lifecycle import CPU_MACHINE, CpuEvent, CpuState, Hook, Machine, RefUpdate, Transition
 from proofs import lifecycle as lc
-from proofs.obligations import Obligation, Outcome, Result, Status, run_all
+from proofs.obligations import Result, Status, run_all
 from proofs.registry import collect
+from tests.obligation_checks import TIMEOUT_S, assert_proved, refuted_control
 
-TIMEOUT_S = 20.0
 OBLIGATIONS = {ob.name: ob for ob in lc.obligations("quick")}
-
-
-def _negative(ob: Obligation) -> Callable[[float], Outcome]:
-    if ob.negative is None:
-        raise AssertionError(f"{ob.name} has no negative control")
-    return ob.negative
 
 
 def test_obligations_cover_every_row_of_both_tables() -> None:
@@ -37,15 +30,13 @@ def test_obligations_cover_every_row_of_both_tables() -> None:
 
 @pytest.mark.parametrize("name", sorted(OBLIGATIONS))
 def test_obligation_is_proved(name: str) -> None:
-    outcome = OBLIGATIONS[name].check(TIMEOUT_S)
-    assert outcome.status is Status.PROVED, outcome.counterexample
+    assert_proved(OBLIGATIONS[name])
 
 
 @pytest.mark.parametrize("name", sorted(OBLIGATIONS))
 def test_negative_control_gives_a_counterexample(name: str) -> None:
-    outcome = _negative(OBLIGATIONS[name])(TIMEOUT_S)
-    assert outcome.status is Status.COUNTEREXAMPLE
-    assert "violated" in outcome.counterexample or "unsat" in outcome.counterexample
+    text = refuted_control(OBLIGATIONS[name])
+    assert "violated" in text or "unsat" in text
 
 
 def test_consecution_counterexample_names_transition_block_and_invariant() -> None:

@@ -29,7 +29,7 @@ lint: $(STAMP)
 
 # Regenerate docs/spec.md from model/lifecycle.py (a test fails when it is stale).
 docs: $(STAMP)
-	$(BIN)/python -m proofs.docgen --write
+	$(BIN)/python -m evictable.proofs.cli.docgen --write
 
 bench: $(STAMP)
 	$(BIN)/evictable bench

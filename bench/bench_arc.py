@@ -36,11 +36,11 @@ from typing import Any
 
 from bench.runner import standalone
 from bench.timing import Contender, Measurement, interleaved, paired_ratio
-from impl.block import BlockStatus
-from impl.policies.arc import ARCCachePolicy
-from impl.policies.base import CachePolicy
-from model.arc import target_after_b1_hit, target_after_b2_hit
-from model.types import ArcPolicySnapshot, Key
+from evictable.impl.block import BlockStatus
+from evictable.impl.policies.arc import ARCCachePolicy
+from evictable.impl.policies.base import CachePolicy
+from evictable.model.arc import target_after_b1_hit, target_after_b2_hit
+from evictable.model.types import ArcPolicySnapshot, Key
 
 __all__ = ["ScanningArc", "main", "run"]
 

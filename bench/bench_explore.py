@@ -9,7 +9,7 @@ the LRU manager at the `default` bounds of `evictable verify` (quick: `quick`):
   seconds of all its processes, and edges per state (transitions / states).
 * **Floor per edge** -- lock-step checking runs every edge of every state on the
   implementation: at least one call through the adapter protocol
-  (`proofs.explore_ops.invoke`), one `snapshot()` and one comparison with the
+  (`evictable.proofs.explore.ops.invoke`), one `snapshot()` and one comparison with the
   pre-state's snapshot. On a sample of reachable states (evenly spaced over the
   breadth-first order of all of them), every op the explorer tries there
   (`Alphabet.ops_for`, with the mentioned/maxed masks computed as `_expand` does)
@@ -48,11 +48,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.runner import standalone
-from impl.manager import CPUOffloadingManager
-from model.types import ManagerSnapshot
-from proofs.explore import LEVEL_BOUNDS, Exploration, explore
-from proofs.explore_ops import Op, invoke
-from proofs.explore_worker import Bounds, Context
+from evictable.impl.manager import CPUOffloadingManager
+from evictable.model.types import ManagerSnapshot
+from evictable.proofs.explore.manager import LEVEL_BOUNDS, Exploration, explore
+from evictable.proofs.explore.ops import Op, invoke
+from evictable.proofs.explore.worker import Bounds, Context
 
 __all__ = ["TARGET_STATES_PER_S", "main", "run"]
 

@@ -24,11 +24,11 @@ from typing import Any
 
 from bench.runner import standalone
 from bench.timing import Contender, Measurement, interleaved, paired_ratio
-from impl.block_pool import BlockPool
-from impl.free_queue import FreeKVCacheBlockQueue, KVCacheBlock
-from model.block_pool import ModelBlockPool
-from model.free_queue import ModelFreeQueue
-from model.types import BlockId
+from evictable.impl.block_pool import BlockPool
+from evictable.impl.free_queue import FreeKVCacheBlockQueue, KVCacheBlock
+from evictable.model.block_pool import ModelBlockPool
+from evictable.model.free_queue import ModelFreeQueue
+from evictable.model.types import BlockId
 
 __all__ = ["main", "run"]
 

@@ -25,10 +25,10 @@ from typing import Any
 
 from bench.runner import standalone
 from bench.timing import Contender, Measurement, interleaved, paired_ratio
-from impl.block_pool import BlockPool
-from impl.lazy_offload import LazyOffloadScanner
-from model.block_pool import ModelBlockPool
-from model.lazy_offload import ModelLazyOffload
+from evictable.impl.block_pool import BlockPool
+from evictable.impl.lazy_offload import LazyOffloadScanner
+from evictable.model.block_pool import ModelBlockPool
+from evictable.model.lazy_offload import ModelLazyOffload
 
 __all__ = ["main", "run"]
 

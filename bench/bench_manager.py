@@ -374,7 +374,7 @@ def run_memory(quick: bool) -> dict[str, Any]:
     small = 512 if quick else 4096
     keys = make_keys(n, seed=11)
     factories, missing = available()
-    from impl.block import BlockStatus
+    from evictable.impl.block import BlockStatus
 
     def filled(factory: Factory, size: int, limit_s: float) -> Callable[[], object]:
         def build() -> object:

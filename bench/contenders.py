@@ -31,13 +31,13 @@ def available() -> tuple[dict[str, Factory], dict[str, str]]:
     factories: dict[str, Factory] = {}
     missing: dict[str, str] = {}
     try:
-        from impl.manager import CPUOffloadingManager
+        from evictable.impl.manager import CPUOffloadingManager
     except ImportError as exc:
         missing[IMPL] = f"impl.manager not importable: {exc}"
     else:
         factories[IMPL] = lambda n: CPUOffloadingManager(n, "lru")
         try:
-            from impl.policies.factory import known_policies
+            from evictable.impl.policies.factory import known_policies
 
             if "arc" in known_policies():
                 factories["impl-arc"] = lambda n: CPUOffloadingManager(n, "arc")
@@ -46,7 +46,7 @@ def available() -> tuple[dict[str, Factory], dict[str, str]]:
         except ImportError as exc:
             missing["impl-arc"] = f"impl.policies.factory not importable: {exc}"
     try:
-        from model.manager import ModelManager
+        from evictable.model.manager import ModelManager
     except ImportError as exc:
         missing["model-lru"] = f"model.manager not importable: {exc}"
     else:

@@ -18,16 +18,16 @@ from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 
 from bench.skeleton import SlotStack
-from impl.block import BlockStatus
-from model.errors import (
+from evictable.impl.block import BlockStatus
+from evictable.model.errors import (
     BlockNotFoundError,
     BlockNotReadyError,
     DuplicateKeysError,
     InvalidArgumentError,
     NotLoadingError,
 )
-from model.lifecycle import CpuState
-from model.types import (
+from evictable.model.lifecycle import CpuState
+from evictable.model.types import (
     BlockEntry,
     LookupResult,
     LruPolicySnapshot,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from collections.abc import Hashable, Sequence
 
-from model.types import PrepareStoreOutput
+from evictable.model.types import PrepareStoreOutput
 
 __all__ = ["DictFloorManager", "SkeletonManager", "SlotStack", "SplitSkeletonManager"]
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from model.types import Key
+from evictable.model.types import Key
 
 __all__ = ["BlockStatus", "sharing_records"]
 

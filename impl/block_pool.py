@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
-from impl.free_queue import FreeKVCacheBlockQueue, KVCacheBlock
-from model.block_pool import (
+from evictable.impl.free_queue import FreeKVCacheBlockQueue, KVCacheBlock
+from evictable.model.block_pool import (
     BlockPoolSnapshot,
     check_pool_snapshot,
     require_pool_size,
 )
-from model.errors import (
+from evictable.model.errors import (
     DuplicateBlocksError,
     ForeignBlockError,
     InsufficientFreeBlocksError,
@@ -23,7 +23,7 @@ from model.errors import (
     InvariantViolationError,
     RefCountUnderflowError,
 )
-from model.free_queue import repeated
+from evictable.model.free_queue import repeated
 
 __all__ = ["BlockPool"]
 

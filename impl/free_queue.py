@@ -12,7 +12,7 @@ from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from model.errors import (
+from evictable.model.errors import (
     BlockAlreadyLinkedError,
     BlockNotLinkedError,
     ConcurrentModificationError,
@@ -24,7 +24,7 @@ from model.errors import (
     QueueEmptyError,
     StaleCursorError,
 )
-from model.free_queue import FreeQueueSnapshot, repeated
+from evictable.model.free_queue import FreeQueueSnapshot, repeated
 
 __all__ = ["Cursor", "FreeKVCacheBlockQueue", "KVCacheBlock"]
 

@@ -13,16 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 
-from impl.block_pool import BlockPool
-from impl.free_queue import Cursor, KVCacheBlock
-from model.errors import (
+from evictable.impl.block_pool import BlockPool
+from evictable.impl.free_queue import Cursor, KVCacheBlock
+from evictable.model.errors import (
     DuplicateBlocksError,
     InvalidArgumentError,
     InvariantViolationError,
     NotInFlightError,
 )
-from model.free_queue import repeated
-from model.lazy_offload import (
+from evictable.model.free_queue import repeated
+from evictable.model.lazy_offload import (
     GHOST_FREE_INVARIANTS,
     LazyOffloadSnapshot,
     ScanView,

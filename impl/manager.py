@@ -28,14 +28,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from impl.block import BlockStatus
-from impl.manager_core import ManagerCore, refusal, state_of_ref
-from impl.policies.factory import create_policy, is_builtin, known_policies
-from impl.policies.lru import LRUCachePolicy, link_last, unlink
-from model.errors import InvariantViolationError
-from model.invariants import check_snapshot
-from model.lifecycle import CpuEvent
-from model.types import (
+from evictable.impl.block import BlockStatus
+from evictable.impl.manager_core import ManagerCore, refusal, state_of_ref
+from evictable.impl.policies.factory import create_policy, is_builtin, known_policies
+from evictable.impl.policies.lru import LRUCachePolicy, link_last, unlink
+from evictable.model.errors import InvariantViolationError
+from evictable.model.invariants import check_snapshot
+from evictable.model.lifecycle import CpuEvent
+from evictable.model.types import (
     BlockEntry,
     Key,
     LookupResult,
@@ -43,7 +43,7 @@ from model.types import (
     OffloadingEvent,
     PrepareStoreOutput,
 )
-from model.validate import (
+from evictable.model.validate import (
     check_enable_events,
     check_key,
     check_keys,

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence, Set
 
-from impl.block import BlockStatus
-from impl.policies.base import CachePolicy
-from model.errors import InvariantViolationError, LifecycleError
-from model.lifecycle import CPU_MACHINE, CpuEvent, CpuState, Phase, step
-from model.types import Key, OffloadingEvent, PrepareStoreOutput
+from evictable.impl.block import BlockStatus
+from evictable.impl.policies.base import CachePolicy
+from evictable.model.errors import InvariantViolationError, LifecycleError
+from evictable.model.lifecycle import CPU_MACHINE, CpuEvent, CpuState, Phase, step
+from evictable.model.types import Key, OffloadingEvent, PrepareStoreOutput
 
 __all__ = ["ManagerCore", "refusal", "state_of_ref"]
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
-from model.errors import InvalidArgumentError
-from model.lifecycle import CPU_MACHINE, CpuState, StateSpec
-from model.policy import RefOf
-from model.types import ArcPolicySnapshot, Key
+from evictable.model.errors import InvalidArgumentError
+from evictable.model.lifecycle import CPU_MACHINE, CpuState, StateSpec
+from evictable.model.policy import RefOf
+from evictable.model.types import ArcPolicySnapshot, Key
 
 __all__ = [
     "ModelArc",

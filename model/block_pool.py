@@ -23,20 +23,28 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
-from model.errors import (
+from evictable.model.errors import (
     DuplicateBlocksError,
     ForeignBlockError,
     InvalidArgumentError,
 )
-from model.free_queue import (
+from evictable.model.free_queue import (
     FreeQueueSnapshot,
     ModelFreeQueue,
     check_queue_snapshot,
     repeated,
     require_count,
 )
-from model.lifecycle import GPU_MACHINE, GpuEvent, GpuState, Hook, Phase, derive_hook, step
-from model.types import BlockId
+from evictable.model.lifecycle import (
+    GPU_MACHINE,
+    GpuEvent,
+    GpuState,
+    Hook,
+    Phase,
+    derive_hook,
+    step,
+)
+from evictable.model.types import BlockId
 
 __all__ = [
     "NULL_BLOCK_ID",

@@ -28,7 +28,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from model.errors import (
+from evictable.model.errors import (
     BlockAlreadyLinkedError,
     BlockNotLinkedError,
     ConcurrentModificationError,
@@ -39,7 +39,7 @@ from model.errors import (
     QueueEmptyError,
     StaleCursorError,
 )
-from model.types import BlockId
+from evictable.model.types import BlockId
 
 __all__ = [
     "QUEUE_INVARIANTS",

@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from model.lifecycle import CPU_MACHINE, GPU_MACHINE, CpuState, Machine, State
-from model.types import (
+from evictable.model.lifecycle import CPU_MACHINE, GPU_MACHINE, CpuState, Machine, State
+from evictable.model.types import (
     ArcPolicySnapshot,
     LruPolicySnapshot,
     ManagerSnapshot,

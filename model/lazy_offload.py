@@ -60,10 +60,10 @@ import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
-from model.block_pool import BlockPoolSnapshot, ModelBlockPool
-from model.errors import DuplicateBlocksError, InvalidArgumentError, NotInFlightError
-from model.free_queue import ModelCursor, repeated
-from model.types import BlockId
+from evictable.model.block_pool import BlockPoolSnapshot, ModelBlockPool
+from evictable.model.errors import DuplicateBlocksError, InvalidArgumentError, NotInFlightError
+from evictable.model.free_queue import ModelCursor, repeated
+from evictable.model.types import BlockId
 
 __all__ = [
     "GHOST_FREE_INVARIANTS",

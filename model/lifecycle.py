@@ -24,14 +24,14 @@ Written for clarity; the fast path is `impl/`, which is checked against this.
 
 from __future__ import annotations
 
-from model.errors import (
+from evictable.model.errors import (
     BlockNotFoundError,
     BlockNotLinkedError,
     BlockNotReadyError,
     NotLoadingError,
     RefCountUnderflowError,
 )
-from model.machine import (
+from evictable.model.machine import (
     CLEAR,
     DEC,
     INC,
@@ -53,7 +53,7 @@ from model.machine import (
     step,
     validate,
 )
-from model.states import CpuEvent, CpuState, Event, GpuEvent, GpuState, State
+from evictable.model.states import CpuEvent, CpuState, Event, GpuEvent, GpuState, State
 
 __all__ = [
     "CPU_MACHINE",

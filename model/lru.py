@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence, Set
 
-from model.errors import InvalidArgumentError
-from model.policy import RefOf
-from model.types import Key, LruPolicySnapshot
+from evictable.model.errors import InvalidArgumentError
+from evictable.model.policy import RefOf
+from evictable.model.types import Key, LruPolicySnapshot
 
 __all__ = ["ModelLru"]
 

@@ -16,8 +16,8 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, cast
 
-from model.errors import LifecycleError, RefCountUnderflowError
-from model.states import Event, State
+from evictable.model.errors import LifecycleError, RefCountUnderflowError
+from evictable.model.states import Event, State
 
 __all__ = [
     "CLEAR",

@@ -24,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from model.arc import ModelArc
-from model.errors import InvariantViolationError
-from model.lifecycle import (
+from evictable.model.arc import ModelArc
+from evictable.model.errors import InvariantViolationError
+from evictable.model.lifecycle import (
     CPU_MACHINE,
     CpuEvent,
     CpuState,
@@ -36,9 +36,9 @@ from model.lifecycle import (
     derive_hook,
     step,
 )
-from model.lru import ModelLru
-from model.policy import ModelPolicy
-from model.types import (
+from evictable.model.lru import ModelLru
+from evictable.model.policy import ModelPolicy
+from evictable.model.types import (
     BlockEntry,
     Key,
     LookupResult,
@@ -47,7 +47,7 @@ from model.types import (
     PrepareStoreOutput,
     SlotId,
 )
-from model.validate import (
+from evictable.model.validate import (
     check_enable_events,
     check_key,
     check_keys,

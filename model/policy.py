@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence, Set
 from typing import Protocol
 
-from model.types import Key, PolicySnapshot
+from evictable.model.types import Key, PolicySnapshot
 
 __all__ = ["ModelPolicy", "RefOf"]
 

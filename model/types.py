@@ -11,7 +11,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import NewType
 
-from model.lifecycle import CpuState
+from evictable.model.lifecycle import CpuState
 
 __all__ = [
     "ArcPolicySnapshot",

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Hashable, Sequence
 
-from model.errors import DuplicateKeysError, InvalidArgumentError
-from model.types import Key
+from evictable.model.errors import DuplicateKeysError, InvalidArgumentError
+from evictable.model.types import Key
 
 __all__ = [
     "check_enable_events",

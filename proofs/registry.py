@@ -11,22 +11,22 @@ from __future__ import annotations
 import importlib
 from typing import Literal
 
-from proofs.obligations import Obligation
+from evictable.proofs.obligations import Obligation
 
 __all__ = ["GROUPS", "Level", "collect", "load_group"]
 
 Level = Literal["quick", "default", "thorough"]
 
 GROUPS: tuple[str, ...] = (
-    "proofs.lifecycle",
-    "proofs.counters",
-    "proofs.eviction",
-    "proofs.explore",
-    "proofs.conformance",
-    "proofs.arc",
-    "proofs.free_queue",
-    "proofs.gpu_conformance",
-    "proofs.lazy_cursor",
+    "evictable.proofs.z3.lifecycle",
+    "evictable.proofs.z3.counters",
+    "evictable.proofs.z3.eviction",
+    "evictable.proofs.explore.manager",
+    "evictable.proofs.lockstep.conformance",
+    "evictable.proofs.explore.arc",
+    "evictable.proofs.z3.free_queue",
+    "evictable.proofs.lockstep.gpu_machines",
+    "evictable.proofs.explore.lazy_cursor",
 )
 
 

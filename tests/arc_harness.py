@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
-from impl.block import BlockStatus
-from impl.policies.arc import ARCCachePolicy
-from model.arc import ModelArc
-from model.types import ArcPolicySnapshot, Key
+from evictable.impl.block import BlockStatus
+from evictable.impl.policies.arc import ARCCachePolicy
+from evictable.model.arc import ModelArc
+from evictable.model.types import ArcPolicySnapshot, Key
 
 Kind = Literal["model", "impl"]
 KINDS: tuple[Kind, ...] = ("model", "impl")

@@ -25,11 +25,11 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Set
 from itertools import pairwise
 
-from impl.block import BlockStatus
-from impl.policies.base import CachePolicy
-from model.arc import target_after_b1_hit, target_after_b2_hit
-from model.errors import InvalidArgumentError, InvariantViolationError
-from model.types import ArcPolicySnapshot, Key
+from evictable.impl.block import BlockStatus
+from evictable.impl.policies.base import CachePolicy
+from evictable.model.arc import target_after_b1_hit, target_after_b2_hit
+from evictable.model.errors import InvalidArgumentError, InvariantViolationError
+from evictable.model.types import ArcPolicySnapshot, Key
 
 __all__ = ["ARCCachePolicy"]
 

@@ -14,8 +14,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Set
 from typing import ClassVar, cast
 
-from impl.block import BlockStatus, sharing_records
-from model.types import Key, PolicySnapshot
+from evictable.impl.block import BlockStatus, sharing_records
+from evictable.model.types import Key, PolicySnapshot
 
 __all__ = ["CachePolicy"]
 

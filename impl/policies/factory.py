@@ -13,9 +13,9 @@ from __future__ import annotations
 import importlib
 import inspect
 
-from impl.policies.base import CachePolicy
-from model.errors import InvalidArgumentError
-from model.validate import check_num_blocks, check_policy_name
+from evictable.impl.policies.base import CachePolicy
+from evictable.model.errors import InvalidArgumentError
+from evictable.model.validate import check_num_blocks, check_policy_name
 
 __all__ = [
     "builtin_class",
@@ -26,8 +26,8 @@ __all__ = [
 ]
 
 _BUILTIN: dict[str, str] = {
-    "lru": "impl.policies.lru:LRUCachePolicy",
-    "arc": "impl.policies.arc:ARCCachePolicy",
+    "lru": "evictable.impl.policies.lru:LRUCachePolicy",
+    "arc": "evictable.impl.policies.arc:ARCCachePolicy",
 }
 """Built-in policies: name -> "module:Class", imported on first use."""
 

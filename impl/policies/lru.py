@@ -33,11 +33,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence, Set
 
-from impl.block import BlockStatus
-from impl.policies.base import CachePolicy
-from model.errors import InvalidArgumentError, InvariantViolationError
-from model.types import Key, LruPolicySnapshot
-from model.validate import touch_keys
+from evictable.impl.block import BlockStatus
+from evictable.impl.policies.base import CachePolicy
+from evictable.model.errors import InvalidArgumentError, InvariantViolationError
+from evictable.model.types import Key, LruPolicySnapshot
+from evictable.model.validate import touch_keys
 
 __all__ = ["LRUCachePolicy", "link_last", "unlink"]
 

@@ -27,20 +27,20 @@ from collections.abc import Hashable
 
 import pytest
 
-from impl.block_pool import BlockPool
-from impl.lazy_offload import LazyOffloadScanner
-from model.block_pool import ModelBlockPool
-from model.errors import InvalidArgumentError
-from model.lazy_offload import (
+from evictable.impl.block_pool import BlockPool
+from evictable.impl.lazy_offload import LazyOffloadScanner
+from evictable.model.block_pool import ModelBlockPool
+from evictable.model.errors import InvalidArgumentError
+from evictable.model.lazy_offload import (
     ModelLazyOffload,
     Validation,
     check_scan,
     inv_scan_complete,
     no_stall_bound,
 )
-from model.types import BlockId
-from proofs.lazy_cursor import BOUNDS
-from proofs.lazy_explore import Action, apply, apply_impl, explore, invariants_check
+from evictable.model.types import BlockId
+from evictable.proofs.explore.lazy import Action, apply, apply_impl, explore, invariants_check
+from evictable.proofs.explore.lazy_cursor import BOUNDS
 
 SHORTEST = [
     Action("step", (1,)),  # visits block 1 (no hash): cursor on block 1
@@ -182,8 +182,8 @@ def test_impl_offloads_the_cursor_blocks_new_content() -> None:
 
 
 def test_every_lazy_obligation_is_proved_and_every_control_caught_at_quick_level() -> None:
-    from proofs.lazy_cursor import obligations
-    from proofs.obligations import run_all
+    from evictable.proofs.explore.lazy_cursor import obligations
+    from evictable.proofs.obligations import run_all
 
     results = run_all(obligations("quick"))
     assert {r.name for r in results} >= {

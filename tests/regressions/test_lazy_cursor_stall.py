@@ -19,13 +19,20 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from impl.block_pool import BlockPool
-from impl.lazy_offload import LazyOffloadScanner
-from model.block_pool import ModelBlockPool
-from model.lazy_offload import ModelLazyOffload, StartKind, Validation, no_stall_bound
-from model.types import BlockId
-from proofs.lazy_cursor import UNLINK_BOUNDS
-from proofs.lazy_explore import Action, apply, apply_impl, explore, no_stall_check, stall_run
+from evictable.impl.block_pool import BlockPool
+from evictable.impl.lazy_offload import LazyOffloadScanner
+from evictable.model.block_pool import ModelBlockPool
+from evictable.model.lazy_offload import ModelLazyOffload, StartKind, Validation, no_stall_bound
+from evictable.model.types import BlockId
+from evictable.proofs.explore.lazy import (
+    Action,
+    apply,
+    apply_impl,
+    explore,
+    no_stall_check,
+    stall_run,
+)
+from evictable.proofs.explore.lazy_cursor import UNLINK_BOUNDS
 from tests.regressions.test_lazy_cursor_skip import JUMPED_OVER
 
 UNLINKED_CURSOR = [

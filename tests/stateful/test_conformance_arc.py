@@ -1,7 +1,7 @@
 """The implementation with policy "arc" against the model ARC, in lock-step, under the
 active Hypothesis profile, with bad input and faults injected into policy hooks.
 
-`make_machine` adds the ARC rules of `proofs.arc_conformance` (ghost hits, evictions,
+`make_machine` adds the ARC rules of `evictable.proofs.lockstep.arc_rules` (ghost hits, evictions,
 settling pending and loading keys); ARC's four lists and its target are part of the
 compared snapshot.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from hypothesis import settings
 
-from impl.manager import CPUOffloadingManager
-from proofs.arc_conformance import ArcRules
-from proofs.conformance import make_machine
+from evictable.impl.manager import CPUOffloadingManager
+from evictable.proofs.lockstep.arc_rules import ArcRules
+from evictable.proofs.lockstep.conformance import make_machine
 
 ArcConformance = make_machine(CPUOffloadingManager, "arc", inject_faults=True)
 

@@ -17,12 +17,12 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from impl.block_pool import BlockPool
-from impl.lazy_offload import LazyOffloadScanner
-from model.block_pool import ModelBlockPool, check_pool_snapshot
-from model.errors import LifecycleError
-from model.lazy_offload import ModelLazyOffload, check_scan
-from model.types import BlockId
+from evictable.impl.block_pool import BlockPool
+from evictable.impl.lazy_offload import LazyOffloadScanner
+from evictable.model.block_pool import ModelBlockPool, check_pool_snapshot
+from evictable.model.errors import LifecycleError
+from evictable.model.lazy_offload import ModelLazyOffload, check_scan
+from evictable.model.types import BlockId
 
 HASHES = ("h0", "h1", "h2", "h3")
 

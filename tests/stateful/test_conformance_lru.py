@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from hypothesis import settings
 
-from impl.manager import CPUOffloadingManager
-from proofs.conformance import make_machine
+from evictable.impl.manager import CPUOffloadingManager
+from evictable.proofs.lockstep.conformance import make_machine
 
 LruConformance = make_machine(CPUOffloadingManager, "lru", inject_faults=True)
 

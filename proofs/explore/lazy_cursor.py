@@ -1,0 +1,228 @@
+"""Obligations for the lazy offload cursor: scan completeness and no stall.
+
+Each obligation is an exhaustive breadth-first search (`proofs/lazy_explore.py`)
+over the model scanner and pool at small bounds:
+
+* `lazy.scan_complete` -- with generation validation, every reachable state
+  satisfies every scanner invariant (scan completeness first) and every pool
+  invariant. Negative control: ref-count-only validation (vLLM's rule) must yield
+  a counterexample -- the *skip*: the cursor block is taken and freed again between
+  two steps, rejoins at the back with ref_cnt 0, and the walk resumes from there.
+* `lazy.impl_lockstep` -- `impl.LazyOffloadScanner` over `impl.BlockPool`, replayed
+  along the path to every state of the same search, returns what the model
+  returns and has equal snapshots. Negative control: an impl scanner that trusts a
+  ref-0 cursor block (vLLM's rule) must diverge.
+* `lazy.no_stall` -- with generation validation, from every reachable state, with
+  no pool mutation, `ceil(len(queue)/window) + 1` steps visit every block that
+  needs offloading. Negative control: ref-count-only validation must yield a state
+  from which the scan never reaches some block (the cursor stranded at the back).
+* `lazy.no_stall.queue_unlink` -- the same, with a queue-level unlink allowed (a
+  block taken out of the free queue directly, its ref_cnt left at 0). Negative
+  control: ref-count-only validation must yield the *stall*: the cursor block is
+  unlinked with ref_cnt 0, so the walk yields nothing at every later step.
+* `lazy.refcount.unlink_changes_ref` -- through the pool API every unlink raises
+  the ref count, so ref-count-only validation never meets an unlinked cursor block
+  with ref_cnt 0: the literal stall needs an operation outside the pool API.
+  Negative control: with the queue-level unlink it is reached.
+
+Plus `lazy.z3.pool_ops_keep_scan_complete` (`proofs/lazy_z3.py`): the same finding
+as a bounded Z3 check from arbitrary states.
+
+Counterexamples print as traces of pool and scanner calls with the state after
+each one (queue front to back; `b:h` is a block with hash h, `+` marks a block
+visited since it last entered the queue).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from evictable.impl.free_queue import Cursor, KVCacheBlock
+from evictable.impl.lazy_offload import LazyOffloadScanner
+from evictable.model.lazy_offload import ModelLazyOffload, StartKind, Validation
+from evictable.proofs.explore.lazy import (
+    Bounds,
+    Check,
+    Search,
+    explore,
+    invariants_check,
+    lockstep_check,
+    no_stall_check,
+)
+from evictable.proofs.obligations import Obligation, Outcome, Status, proved, refuted
+from evictable.proofs.registry import Level
+from evictable.proofs.z3 import lazy as lazy_z3
+
+__all__ = ["BOUNDS", "UNLINK_BOUNDS", "RefCountScanner", "obligations", "search_all"]
+
+BOUNDS: dict[str, tuple[Bounds, ...]] = {
+    "quick": (Bounds(num_blocks=3, window=1, hashes=("a",), max_ref=1, capacities=(1,)),),
+    "default": (
+        Bounds(num_blocks=3, window=1, hashes=("a",), max_ref=2, capacities=(1, 3)),
+    ),
+    "thorough": (
+        Bounds(num_blocks=3, window=1, hashes=("a", "b"), max_ref=2, capacities=(0, 1, 3)),
+        Bounds(num_blocks=4, window=2, hashes=("a",), max_ref=1, capacities=(1, 4)),
+        Bounds(num_blocks=4, window=1, hashes=("a",), max_ref=2, capacities=(1,)),
+    ),
+}
+"""Per level, the bounds searched in turn (usable blocks, window, hash values, ref
+bound for requests, capacities a step is given)."""
+
+UNLINK_BOUNDS: dict[str, tuple[Bounds, ...]] = {
+    "quick": BOUNDS["quick"],
+    "default": BOUNDS["quick"],
+    "thorough": BOUNDS["default"],
+}
+"""Smaller bounds for the searches with a queue-level unlink (its states multiply)."""
+
+
+class RefCountScanner(LazyOffloadScanner):
+    """Deliberately broken (a negative control): trusts a cursor whose block has
+    ref_cnt 0 and is linked, wherever it is now -- vLLM's rule."""
+
+    def step(self) -> list[KVCacheBlock]:
+        c = self._cursor
+        if c is not None and c.block.ref_cnt == 0 and \
+                c.block.owner is self.pool.free_block_queue:
+            self._cursor = Cursor(c.block, c.block.link_generation)
+        return super().step()
+
+
+def _unlinked_ref0(m: ModelLazyOffload) -> str | None:
+    """The literal stall condition: the cursor block is unlinked with ref_cnt 0."""
+    if m.start().kind is StartKind.NOWHERE:
+        return "cursor block unlinked with ref_cnt 0: the walk yields nothing"
+    return None
+
+
+def _literal_stall(m: ModelLazyOffload) -> str | None:
+    """A stall whose cause is a cursor block unlinked with ref_cnt 0."""
+    if _unlinked_ref0(m) is None:
+        return None
+    return no_stall_check(m)
+
+
+def search_all(
+    bounds: tuple[Bounds, ...], validation: Validation, check: Check, unlink: bool = False
+) -> Search:
+    """Search each bound in turn; the first violation wins; figures add up."""
+    total = Search()
+    for b in bounds:
+        if unlink:
+            b = replace(b, queue_unlink=True)
+        s = explore(b, validation, check)
+        total.states += s.states
+        total.transitions += s.transitions
+        total.depth = max(total.depth, s.depth)
+        total.seconds += s.seconds
+        total.truncated |= s.truncated
+        if s.violation is not None:
+            total.violation = s.violation
+            total.actions = s.actions
+            total.trace = [f"bounds: {b}", *s.trace, s.violation]
+            return total
+    return total
+
+
+def _prove(
+    bounds: tuple[Bounds, ...], validation: Validation, check: Check, unlink: bool = False
+) -> Callable[[float], Outcome]:
+    """The claim: no reachable state fails `check` (a truncated search proves nothing)."""
+
+    def run(_timeout_s: float) -> Outcome:
+        s = search_all(bounds, validation, check, unlink)
+        if s.violation is not None:
+            return refuted("\n".join(s.trace))
+        if s.truncated:
+            return Outcome(Status.UNKNOWN, f"state bound reached: {s.figures()}")
+        return proved()
+
+    return run
+
+
+def _refute(
+    bounds: tuple[Bounds, ...], validation: Validation, check: Check, unlink: bool = False
+) -> Callable[[float], Outcome]:
+    """A negative control: the search must find a violation (reported as its trace)."""
+
+    def run(_timeout_s: float) -> Outcome:
+        s = search_all(bounds, validation, check, unlink)
+        if s.violation is None:
+            return proved()
+        return refuted("\n".join([f"{validation.value} validation: {s.figures()}", *s.trace]))
+
+    return run
+
+
+def _lockstep(level: Level, cls: type[LazyOffloadScanner]) -> Callable[[float], Outcome]:
+    bounds = BOUNDS[level][0]
+
+    def run(_timeout_s: float) -> Outcome:
+        s = explore(bounds, Validation.GENERATION, lambda m: None, lockstep_check(bounds, cls))
+        if s.violation is not None:
+            return refuted("\n".join([f"bounds: {bounds}", *s.trace, s.violation]))
+        return proved()
+
+    return run
+
+
+def obligations(level: Level) -> list[Obligation]:
+    bounds, ubounds = BOUNDS[level], UNLINK_BOUNDS[level]
+    gen, ref = Validation.GENERATION, Validation.REFCOUNT
+    every = invariants_check(None, pool_too=True)
+    complete_only = invariants_check(("scan_complete",), pool_too=False)
+    return [
+        Obligation(
+            name="lazy.scan_complete",
+            statement="generation-validated cursor: every reachable state satisfies scan "
+                      "completeness and every scanner and pool invariant",
+            check=_prove(bounds, gen, every),
+            negative=_refute(bounds, ref, complete_only),
+            negative_statement="ref-count-only validation skips blocks (cursor block taken "
+                               "and freed again between steps)",
+            tags=("lazy", "explore"),
+        ),
+        Obligation(
+            name="lazy.impl_lockstep",
+            statement="impl.LazyOffloadScanner over impl.BlockPool matches the model on every "
+                      "path of the exhaustive search (results and snapshots)",
+            check=_lockstep(level, LazyOffloadScanner),
+            negative=_lockstep(level, RefCountScanner),
+            negative_statement="an impl scanner validating its cursor by ref_cnt only "
+                               "diverges from the model",
+            tags=("lazy", "explore", "impl"),
+        ),
+        Obligation(
+            name="lazy.no_stall",
+            statement="generation-validated cursor: from every reachable state, with no pool "
+                      "mutation, ceil(len/window)+1 steps visit every block needing offload",
+            check=_prove(bounds, gen, no_stall_check),
+            negative=_refute(bounds, ref, no_stall_check),
+            negative_statement="ref-count-only validation strands the scan behind a cursor "
+                               "that jumped to the back",
+            tags=("lazy", "explore"),
+        ),
+        Obligation(
+            name="lazy.no_stall.queue_unlink",
+            statement="generation-validated cursor: no stall even when blocks are unlinked "
+                      "from the free queue outside the pool API",
+            check=_prove(ubounds, gen, no_stall_check, unlink=True),
+            negative=_refute(ubounds, ref, _literal_stall, unlink=True),
+            negative_statement="ref-count-only validation stalls for good once the cursor "
+                               "block is unlinked with ref_cnt 0",
+            tags=("lazy", "explore"),
+        ),
+        Obligation(
+            name="lazy.refcount.unlink_changes_ref",
+            statement="through the pool API no reachable state has the cursor block unlinked "
+                      "with ref_cnt 0 (the literal stall needs a queue-level unlink)",
+            check=_prove(ubounds, ref, _unlinked_ref0),
+            negative=_refute(ubounds, ref, _unlinked_ref0, unlink=True),
+            negative_statement="with a queue-level unlink the cursor block is unlinked with "
+                               "ref_cnt 0",
+            tags=("lazy", "explore"),
+        ),
+        *lazy_z3.obligations(level),
+    ]

@@ -1,0 +1,286 @@
+"""Exhaustive breadth-first exploration of the CPU offloading manager (DESIGN.md §7).
+
+For small bounds (slots, keys, maximum ref count, batch size, policy, pending
+events) the explorer visits every reachable state of the reference model
+`model.manager.ModelManager` under the whole operation alphabet of
+`evictable.proofs.explore.ops` (valid calls and bad inputs alike), and:
+
+* checks every named invariant (`model.invariants.check_snapshot`) in every state,
+  and the implementation's own `check_invariants()` when it has one;
+* steps an implementation (any factory of the conformance adapter protocol; by
+  default `impl.manager.CPUOffloadingManager`) in lock-step on every edge and
+  compares results, errors (type and `identity()`), and snapshots; on an error it
+  checks that neither side changed (all-or-nothing).
+
+Transitions are always made by the real `ModelManager`: the explorer keeps no rule
+of its own. States are deduplicated by their snapshot encoding
+(`evictable.proofs.explore.state`), canonical under key renaming unless `canonical=False`.
+
+**Cost.** Each state is built once, by replaying its (shortest) path from the
+root on a fresh model and a fresh implementation, in the worker that expands it
+(`evictable.proofs.explore.worker`); its edges run on cheap working copies, made only after
+state-changing edges. The frontier of each BFS level is split over a process pool
+(fork); each worker filters successors through its own visited set and the parent
+process deduplicates globally and keeps the parent pointers from which shortest
+traces are rebuilt.
+Because the search is breadth-first and stops at the first level with a failure,
+the reported trace is a shortest one.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from evictable.model.manager import MODEL_POLICIES, ModelManager
+from evictable.proofs.explore.ops import Op
+from evictable.proofs.explore.state import Code, encode
+from evictable.proofs.explore.trace import Factory, render_snippet
+from evictable.proofs.explore.worker import Bounds, Context, Found, expand_chunk, init_worker
+from evictable.proofs.obligations import Obligation, Outcome, Status, proved, refuted
+from evictable.proofs.registry import Level
+
+__all__ = [
+    "Bounds",
+    "Exploration",
+    "Failure",
+    "Figures",
+    "explore",
+    "obligations",
+]
+
+DEFAULT_MAX_STATES = 3_000_000
+
+
+@dataclass(frozen=True)
+class Figures:
+    states: int
+    transitions: int
+    max_depth: int
+    seconds: float
+    pruned: int
+    complete: bool
+    concrete: int
+    """States before the quotient by key renaming: a canonical state mentioning m of
+    the K keys stands for K!/(K-m)! renamed states (keys it mentions are told
+    apart by slot or list position, so no renaming other than the identity fixes
+    it). Equals `states` without canonicalisation."""
+
+    @property
+    def states_per_s(self) -> float:
+        return self.states / self.seconds if self.seconds > 0 else 0.0
+
+    def line(self) -> str:
+        done = "" if self.complete else " (INCOMPLETE: state limit reached)"
+        covers = f" (covering {self.concrete} before symmetry)" if self.concrete != self.states \
+            else ""
+        return (f"{self.states} states{covers}, {self.transitions} transitions, "
+                f"depth {self.max_depth}, {self.seconds:.2f}s, "
+                f"{self.states_per_s:,.0f} states/s{done}")
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A shortest failing run: `path` from the initial state, then `op` (None when
+    the state reached by `path` itself violates an invariant)."""
+
+    reason: str
+    path: tuple[Op, ...]
+    op: Op | None
+    snippet: str
+
+    def text(self) -> str:
+        n = len(self.path) + (self.op is not None)
+        return f"{self.reason}\nshortest trace ({n} calls):\n{self.snippet}"
+
+
+@dataclass(frozen=True)
+class Exploration:
+    bounds: Bounds
+    canonical: bool
+    workers: int
+    figures: Figures
+    failure: Failure | None
+    parents: tuple[tuple[int, int], ...] = field(default=(), compare=False, repr=False)
+    """Per visited state, in discovery (breadth-first) order: (parent id, op index);
+    the initial state is (-1, -1)."""
+
+    def paths(self) -> list[tuple[int, ...]]:
+        """A shortest path of op indexes (into `Alphabet.ops`) to every visited state,
+        in discovery order: the first is the initial state's, ()."""
+        out: list[tuple[int, ...]] = []
+        for pid, oi in self.parents:
+            out.append(() if pid < 0 else (*out[pid], oi))
+        return out
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None and self.figures.complete
+
+    def summary(self) -> str:
+        sym = "canonical" if self.canonical else "no canonicalisation"
+        head = f"explore {self.bounds.describe()} ({sym}, {self.workers} workers): "
+        verdict = "OK" if self.ok else "FAILED" if self.failure else "INCOMPLETE"
+        out = head + self.figures.line() + f" -> {verdict}"
+        if self.failure is not None:
+            out += "\n" + self.failure.text()
+        return out
+
+
+# ------------------------------------------------------------------ parent side
+
+
+def default_factory() -> Factory:
+    """The project's implementation, `impl.manager.CPUOffloadingManager`."""
+    from evictable.impl.manager import CPUOffloadingManager
+
+    return CPUOffloadingManager
+
+
+def _chunks(frontier: list[tuple[int, tuple[int, ...]]], workers: int) -> list[Any]:
+    size = max(1, min(400, len(frontier) // (workers * 6) or 1))
+    return [frontier[i:i + size] for i in range(0, len(frontier), size)]
+
+
+def explore(
+    bounds: Bounds,
+    factory: Factory | None = None,
+    *,
+    workers: int = 2,
+    canonical: bool = True,
+    max_states: int = DEFAULT_MAX_STATES,
+) -> Exploration:
+    """Explore every state reachable within `bounds`; see the module docstring."""
+    bounds.check()
+    fac = factory if factory is not None else default_factory()
+    ctx = Context(bounds, fac, canonical)
+    start = time.perf_counter()
+    root_model = ModelManager(bounds.slots, bounds.policy, bounds.events > 0)
+    root_code, _ = encode(root_model.snapshot(), canonical)
+    seen: dict[Code, int] = {root_code: 0}
+    parents: list[tuple[int, int]] = [(-1, -1)]
+    frontier: list[tuple[int, tuple[int, ...]]] = [(0, ())]
+    transitions = pruned = depth = 0
+    concrete = 1  # the initial state mentions no key
+    found: Found | None = None
+    complete = True
+    pool = None
+    if workers > 1:
+        pool = multiprocessing.get_context("fork").Pool(workers, init_worker, (ctx,))
+    else:
+        init_worker(ctx)
+    try:
+        while frontier and found is None:
+            chunks = _chunks(frontier, workers)
+            results = pool.imap(expand_chunk, chunks) if pool else map(expand_chunk, chunks)
+            paths = dict(frontier)
+            nxt: list[tuple[int, tuple[int, ...]]] = []
+            for edges, prn, new, hit in results:
+                transitions += edges
+                pruned += prn
+                if hit is not None and (found is None or _length(hit) < _length(found)):
+                    found = hit
+                for pid, oi, code, n_keys in new:
+                    if code not in seen:
+                        concrete += math.perm(bounds.keys, n_keys) if canonical else 1
+                        sid = len(parents)
+                        seen[code] = sid
+                        parents.append((pid, oi))
+                        nxt.append((sid, paths[pid] + (oi,)))
+            if found is None and nxt:
+                depth += 1
+            if len(seen) > max_states:
+                complete = False
+                break
+            frontier = nxt
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+    seconds = time.perf_counter() - start
+    figures = Figures(len(seen), transitions, depth, seconds, pruned, complete, concrete)
+    failure = _failure(ctx, found) if found is not None else None
+    return Exploration(bounds, canonical, workers, figures, failure, tuple(parents))
+
+
+def _length(found: Found) -> int:
+    """Calls in a failing trace: the path, plus the failing call if there is one."""
+    return len(found[1]) + (found[2] is not None)
+
+
+def _failure(ctx: Context, found: Found) -> Failure:
+    reason, path_ix, op_ix = found
+    path = tuple(ctx.ops[i] for i in path_ix)
+    op = ctx.ops[op_ix] if op_ix is not None else None
+    b = ctx.bounds
+    snippet = render_snippet(ctx.factory, ModelManager, b.slots, b.policy, b.events > 0,
+                             path, op, reason)
+    return Failure(reason, path, op, snippet)
+
+
+# ------------------------------------------------------------------ obligations
+
+LEVEL_BOUNDS: dict[str, dict[str, Bounds]] = {
+    "quick": {
+        "lru": Bounds(slots=2, keys=3, max_ref=2, batch=2, policy="lru", events=1),
+        "arc": Bounds(slots=2, keys=3, max_ref=1, batch=2, policy="arc"),
+    },
+    "default": {
+        "lru": Bounds(slots=3, keys=4, max_ref=2, batch=2, policy="lru", events=1),
+        "arc": Bounds(slots=2, keys=4, max_ref=2, batch=2, policy="arc", events=1),
+    },
+    "thorough": {
+        "lru": Bounds(slots=3, keys=5, max_ref=2, batch=3, policy="lru", events=1),
+        "arc": Bounds(slots=3, keys=4, max_ref=1, batch=2, policy="arc", events=1),
+    },
+}
+"""Bounds per `evictable verify` level. Every level has more keys than slots, so
+that eviction is reachable (ARC from `default` on: two more, so that ghost lists
+overflow and are trimmed). Measured CPU seconds (both explorations and their
+controls, summed over processes): quick ~3 s, default ~50 s, spread over two
+worker processes; thorough takes minutes."""
+
+CONTROL_BOUNDS = Bounds(slots=2, keys=2, max_ref=1, batch=2)
+"""Small bounds for the negative controls: a seeded bug must be found with them."""
+
+
+def _outcome(run: Exploration) -> Outcome:
+    if run.failure is not None:
+        return refuted(run.summary())
+    if not run.figures.complete:
+        return Outcome(Status.ERROR, run.summary())
+    return proved()
+
+
+def _explore_check(bounds: Bounds, factory: Factory | None) -> Callable[[float], Outcome]:
+    def check(_timeout_s: float) -> Outcome:
+        return _outcome(explore(bounds, factory))
+
+    return check
+
+
+def obligations(level: Level) -> list[Obligation]:
+    """`explore.lru` (and `explore.arc` when the ARC model exists), each with a
+    negative control: a seeded non-atomic implementation that must be caught."""
+    from evictable.proofs.controls.explore_controls import control_factory
+
+    out: list[Obligation] = []
+    for policy, bounds in LEVEL_BOUNDS[level].items():
+        if policy not in MODEL_POLICIES:
+            continue
+        control = replace(CONTROL_BOUNDS, policy=policy)
+        out.append(Obligation(
+            name=f"explore.{policy}",
+            statement=(f"every reachable state ({bounds.describe()}) satisfies every named "
+                       "invariant, and the implementation agrees with the model on every edge"),
+            check=_explore_check(bounds, None),
+            negative=_explore_check(control, control_factory),
+            negative_statement=("the explorer finds a shortest trace against an implementation "
+                                "whose complete_load releases keys one by one"),
+            tags=("explore",),
+        ))
+    return out

@@ -1,0 +1,365 @@
+"""The lock-step conformance engine: any implementation against the model.
+
+Point it at a *factory* `(num_blocks, policy, enable_events) -> adapter`, where the
+adapter is any object with the manager API (`ManagerAdapter` below;
+`impl.manager.CPUOffloadingManager` and `model.manager.ModelManager` satisfy it as
+they are). The engine (a Hypothesis `RuleBasedStateMachine`, see
+`evictable.proofs.lockstep.machine`) drives the reference `ModelManager` and the adapter
+side by side with valid calls, bad input and, when the adapter builds its policy
+through `impl.policies.factory`, faults injected into policy hooks; after every
+step it compares results, errors and snapshots (DESIGN.md §7).
+
+* `make_machine(factory, policy)` -- the machine class, for pytest (`.TestCase`).
+* `run_conformance(factory, policy, examples, steps, seed)` -- a run without pytest,
+  returning a `ConformanceRecord`. The run stops at the first divergence, which is
+  then shrunk by replaying candidate action sequences without Hypothesis
+  (`evictable.proofs.lockstep.shrink`); the record holds the shortest trace found, as
+  Python calls annotated with both sides' answers.
+* `obligations(level)` -- `conformance.<policy>` for every policy that both the
+  model (`MODEL_POLICIES`) and the implementation's factory know, each with a
+  negative control (a realistically broken adapter that the same run must refute).
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from hypothesis import Phase
+from hypothesis import seed as hypothesis_seed
+from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
+
+from evictable.impl.policies.factory import known_policies
+from evictable.model.manager import MODEL_POLICIES
+from evictable.model.types import (
+    Key,
+    LookupResult,
+    ManagerSnapshot,
+    OffloadingEvent,
+    PrepareStoreOutput,
+)
+from evictable.proofs.lockstep.faults import PLAN, fault_policy_name
+from evictable.proofs.lockstep.inputs import KEYS
+from evictable.proofs.lockstep.machine import build_machine
+from evictable.proofs.lockstep.manager import Action, AdapterFactory, ConformanceFailure, replay
+from evictable.proofs.lockstep.settings import engine_settings
+from evictable.proofs.lockstep.shrink import shrink
+from evictable.proofs.obligations import Obligation, Outcome, Status, proved, refuted
+
+__all__ = [
+    "ADAPTER_API",
+    "SIZES",
+    "AdapterFactory",
+    "ConformanceFailure",
+    "ConformanceRecord",
+    "ManagerAdapter",
+    "conformance_policies",
+    "key_by_key_loads",
+    "make_machine",
+    "obligations",
+    "run_conformance",
+]
+
+
+@runtime_checkable
+class ManagerAdapter(Protocol):
+    """What the engine calls on an implementation (semantics: DESIGN.md §4).
+
+    An optional `check_invariants() -> None` (raising on inconsistency) is called
+    after every step when present.
+    """
+
+    @property
+    def num_evictable(self) -> int: ...
+    @property
+    def num_pending(self) -> int: ...
+    def lookup(self, key: Key) -> LookupResult: ...
+    def prepare_store(self, keys: Sequence[Key]) -> PrepareStoreOutput | None: ...
+    def complete_store(self, keys: Sequence[Key], success: bool = True) -> list[Key]: ...
+    def prepare_load(self, keys: Sequence[Key]) -> list[int]: ...
+    def complete_load(self, keys: Sequence[Key]) -> None: ...
+    def touch(self, keys: Sequence[Key]) -> None: ...
+    def reset_cache(self) -> None: ...
+    def take_events(self) -> list[OffloadingEvent]: ...
+    def snapshot(self) -> ManagerSnapshot: ...
+
+
+ADAPTER_API: tuple[str, ...] = (
+    "lookup", "prepare_store", "complete_store", "prepare_load", "complete_load",
+    "touch", "reset_cache", "take_events", "snapshot", "num_evictable", "num_pending",
+)
+"""Attribute names every adapter must have."""
+
+SIZES: dict[str, tuple[int, int]] = {
+    "quick": (50, 30),
+    "default": (200, 50),
+    "thorough": (2000, 100),
+}
+"""Examples x steps per obligation, by level."""
+
+SEEDS: dict[str, int | None] = {"quick": 0, "default": 0, "thorough": None}
+"""Fixed seeds keep `quick`/`default` reproducible; `thorough` explores afresh."""
+
+
+@dataclass(frozen=True)
+class ConformanceRecord:
+    """The result of one conformance run.
+
+    `status` is "passed", "failed" (a divergence: `trace` is the shortest failing
+    trace found) or "error" (the run could not be made, e.g. a broken factory).
+    `first_failure_example` / `first_failure_steps` say how quickly the first
+    divergence was hit (1-based example index; total steps executed until then).
+    """
+
+    policy: str
+    status: Literal["passed", "failed", "error"]
+    examples: int
+    steps: int
+    examples_run: int
+    steps_run: int
+    seconds: float
+    faults: bool
+    reason: str = ""
+    trace: str = ""
+    first_failure_example: int | None = None
+    first_failure_steps: int | None = None
+    faults_fired: int = 0
+    outcomes: tuple[tuple[str, int], ...] = ()
+    """What the model answered during the run, by kind, with counts (sorted)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "passed"
+
+    def text(self) -> str:
+        """A readable verdict: one summary line, then the reason and trace if any."""
+        head = (f"conformance[{self.policy}] {self.status}: {self.examples_run} examples, "
+                f"{self.steps_run} steps, {self.seconds:.2f}s "
+                f"(budget {self.examples}x{self.steps}, "
+                f"faults {f'on, {self.faults_fired} fired' if self.faults else 'off'})")
+        if self.first_failure_example is not None:
+            head += (f"; first divergence in example {self.first_failure_example} "
+                     f"after {self.first_failure_steps} steps")
+        return "\n".join(x for x in (head, self.reason, self.trace) if x)
+
+    def coverage(self) -> str:
+        """The model's answers during the run by kind, e.g. `prepare_store:evicts=41`."""
+        return ", ".join(f"{kind}={count}" for kind, count in self.outcomes)
+
+    def outcome(self) -> Outcome:
+        """As a proof outcome: passed -> proved, failed -> counterexample, else error."""
+        if self.status == "passed":
+            return proved()
+        if self.status == "failed":
+            return refuted(f"{self.reason}\n{self.trace}")
+        return Outcome(Status.ERROR, self.reason)
+
+
+def _probe_faults(factory: AdapterFactory, policy: str) -> bool:
+    """True if `factory` builds its policy by name through `impl.policies.factory`."""
+    name = fault_policy_name(policy)
+    if name is None:
+        return False
+    try:
+        adapter = factory(2, name, False)
+        PLAN.arm("insert", 1)
+        adapter.prepare_store([KEYS[0]])
+    except Exception:  # the injected fault, or a factory that refuses the name
+        pass
+    finally:
+        fired = PLAN.disarm()
+    return fired is not None
+
+
+def make_machine(
+    factory: AdapterFactory,
+    policy: str = "lru",
+    inject_faults: bool | None = None,
+) -> type[RuleBasedStateMachine]:
+    """A lock-step machine class bound to `factory` and `policy`.
+
+    `inject_faults`: True (required: raises ValueError if the factory does not build
+    its policy through `impl.policies.factory`), False, or None (use when possible).
+    Use `make_machine(...).TestCase` as a pytest test class.
+    """
+    if policy not in MODEL_POLICIES:
+        raise ValueError(f"the model has no policy {policy!r}; known: {sorted(MODEL_POLICIES)}")
+    faults = False
+    if inject_faults is not False:
+        faults = _probe_faults(factory, policy)
+        if inject_faults and not faults:
+            raise ValueError("fault injection requested, but the factory does not build "
+                             f"its policy {policy!r} through impl.policies.factory")
+    machine = build_machine(factory, policy, fault_policy_name(policy) if faults else None, PLAN)
+    mixin = _policy_rules(policy)
+    return machine if mixin is None else type(machine.__name__, (mixin, machine), {})
+
+
+POLICY_RULES: dict[str, str] = {"arc": "evictable.proofs.lockstep.arc_rules:ArcRules"}
+"""Extra rules for one policy ("module:Class" of a mixin), added to that policy's machine."""
+
+
+def _policy_rules(policy: str) -> type | None:
+    path = POLICY_RULES.get(policy)
+    if path is None:
+        return None
+    module_name, _, class_name = path.partition(":")
+    mixin: type = getattr(importlib.import_module(module_name), class_name)
+    return mixin
+
+
+def _error(policy: str, examples: int, steps: int, reason: str) -> ConformanceRecord:
+    return ConformanceRecord(policy, "error", examples, steps, 0, 0, 0.0, False, reason)
+
+
+def _preflight(factory: object, policy: str) -> str:
+    """Why a run cannot be made, or "" if it can."""
+    if not callable(factory):
+        return f"factory is not callable: {factory!r}"
+    if policy not in MODEL_POLICIES:
+        return f"the model has no policy {policy!r}; known: {sorted(MODEL_POLICIES)}"
+    try:
+        adapter = factory(1, policy, False)
+    except Exception as exc:
+        return f"factory(1, {policy!r}, False) raised {type(exc).__name__}: {exc}"
+    missing = [name for name in ADAPTER_API if not hasattr(adapter, name)]
+    if missing:
+        return f"adapter {type(adapter).__name__} lacks {', '.join(missing)}"
+    return ""
+
+
+def run_conformance(
+    factory: AdapterFactory,
+    policy: str = "lru",
+    examples: int = 200,
+    steps: int = 50,
+    seed: int | None = None,
+    inject_faults: bool | None = None,
+    shrink_budget_s: float = 20.0,
+) -> ConformanceRecord:
+    """Run the engine without pytest: `examples` runs of up to `steps` steps each.
+
+    `seed` None draws fresh randomness; an int makes the run reproducible. The run
+    stops at the first divergence, whose trace is then shrunk by replay (for at most
+    `shrink_budget_s` seconds). Never raises for a broken factory or adapter: that
+    is reported as status "error".
+    """
+    why = _preflight(factory, policy)
+    if why:
+        return _error(policy, examples, steps, why)
+    try:
+        machine = make_machine(factory, policy, inject_faults)
+    except ValueError as exc:
+        return _error(policy, examples, steps, str(exc))
+    if seed is not None:
+        machine = hypothesis_seed(seed)(machine)
+    stats = machine.stats  # type: ignore[attr-defined]
+    faults = machine.fault_policy is not None  # type: ignore[attr-defined]
+    # Shrinking is done by replay, below.
+    config = engine_settings(examples, steps, derandomize=False,
+                             phases=(Phase.explicit, Phase.generate))
+    fault_policy = machine.fault_policy  # type: ignore[attr-defined]
+    start = time.perf_counter()
+    status: Literal["passed", "failed", "error"] = "passed"
+    reason = trace = ""
+    try:
+        run_state_machine_as_test(machine, settings=config)
+    except ConformanceFailure as found:
+
+        def probe(actions: Sequence[Action]) -> ConformanceFailure | None:
+            return replay(factory, policy, fault_policy, PLAN, actions)
+
+        failure, _ = shrink(probe, found, shrink_budget_s)
+        status, reason, trace = "failed", failure.reason, "\n".join(failure.trace)
+    except Exception as exc:
+        status = "error"
+        reason = f"the run crashed: {type(exc).__name__}: {exc}\n" + "".join(
+            traceback.format_exception(exc)[-4:])
+    finally:
+        PLAN.disarm()
+    seconds = time.perf_counter() - start
+    return ConformanceRecord(
+        policy, status, examples, steps, stats.examples, stats.steps, seconds, faults,
+        reason, trace, stats.first_failure_example, stats.first_failure_total_steps,
+        stats.faults_fired, tuple(sorted(stats.outcomes.items())),
+    )
+
+
+# ------------------------------------------------------------------ obligations
+
+
+class _KeyByKeyLoads:
+    """A realistic non-atomic manager: `prepare_load` pins one key at a time.
+
+    An error on a later key leaves the earlier keys pinned (what vLLM's manager does
+    when an assert fails mid-loop). Used as the engine's negative control.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def prepare_load(self, keys: Sequence[Key]) -> list[int]:
+        out: list[int] = []
+        for key in keys:
+            out.extend(self._inner.prepare_load([key]))
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def key_by_key_loads(factory: AdapterFactory) -> AdapterFactory:
+    """`factory`, broken: its adapters' `prepare_load` is no longer all-or-nothing."""
+
+    def broken(num_blocks: int, policy: str, enable_events: bool) -> Any:
+        return _KeyByKeyLoads(factory(num_blocks, policy, enable_events))
+
+    return broken
+
+
+def conformance_policies() -> list[str]:
+    """Policies both the model and the implementation know (ARC joins once both have it)."""
+    return sorted(set(MODEL_POLICIES) & set(known_policies()))
+
+
+def _impl_factory() -> AdapterFactory:
+    from evictable.impl.manager import CPUOffloadingManager
+
+    return CPUOffloadingManager
+
+
+def _check(policy: str, examples: int, steps: int, seed: int | None,
+           broken: bool) -> Callable[[float], Outcome]:
+    def run(timeout_s: float) -> Outcome:
+        factory = _impl_factory()
+        if broken:
+            factory = key_by_key_loads(factory)
+        record = run_conformance(factory, policy, examples, steps, seed,
+                                 inject_faults=not broken)
+        return record.outcome()
+
+    return run
+
+
+def obligations(level: str) -> list[Obligation]:
+    """`conformance.<policy>` for each policy known to model and impl, with controls."""
+    examples, steps = SIZES[level]
+    seed = SEEDS[level]
+    return [
+        Obligation(
+            name=f"conformance.{policy}",
+            statement=(f"CPUOffloadingManager({policy!r}) agrees with ModelManager in "
+                       f"lock-step ({examples} examples x {steps} steps: results, errors, "
+                       "snapshots, atomicity under bad input and policy-hook faults)"),
+            check=_check(policy, examples, steps, seed, broken=False),
+            negative=_check(policy, examples, steps, seed, broken=True),
+            negative_statement=(f"a manager whose prepare_load pins key by key is refuted "
+                                f"(policy {policy!r})"),
+            tags=("conformance",),
+        )
+        for policy in conformance_policies()
+    ]

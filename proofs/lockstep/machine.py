@@ -1,0 +1,264 @@
+"""The Hypothesis front end of the conformance engine: what to try, not how to compare.
+
+`build_machine(factory, policy, fault_policy, plan)` returns a
+`RuleBasedStateMachine` class whose rules draw calls -- valid operations biased
+towards keys in the states that make them interesting, bad input, bad constructor
+arguments and policy-hook faults -- and hand each one, as an action, to a
+`evictable.proofs.lockstep.manager.LockStep`, which makes it on both sides and compares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
+
+from evictable.model.lifecycle import CpuState
+from evictable.model.types import Key
+from evictable.proofs.lockstep.faults import HOOKS, FaultPlan
+from evictable.proofs.lockstep.inputs import (
+    BAD_NUM_BLOCKS,
+    KEYS,
+    Call,
+    bad_key_calls,
+    bad_lookup_calls,
+    bad_success_calls,
+)
+from evictable.proofs.lockstep.manager import (
+    AdapterFactory,
+    Construct,
+    Fault,
+    LockStep,
+    RunStats,
+    Start,
+    Step,
+)
+
+__all__ = ["MAX_BLOCKS", "UNKNOWN_POLICY", "build_machine"]
+
+MAX_BLOCKS = 6
+"""Largest `num_blocks` tried: small, so that eviction and `None` happen often."""
+
+UNKNOWN_POLICY = "no-such-policy"
+
+_P, _R, _L = CpuState.PENDING, CpuState.READY, CpuState.LOADING
+
+_PICKS = {
+    size: st.lists(st.integers(0, 2 * len(KEYS) - 1), min_size=1, max_size=size)
+    for size in (1, 2, 3, 4, 5, MAX_BLOCKS + 2)
+}
+"""Key picks, one strategy per list size, one draw per key: a pick names a preferred key
+(modulo their number) -- in mixed mode only when below len(KEYS), else a pool key."""
+
+_NUM_BLOCKS = st.sampled_from((3, 2, 4, 1, 5, 6, 0))
+"""Simplest first: 3 blocks (room to store, and eviction soon); 0 blocks comes last."""
+_HOOK_FAULTS = tuple(h for h in HOOKS if h not in ("insert", "evict"))
+_COIN = st.booleans()
+_INDEX = st.integers(0, 2 * len(KEYS) - 1)
+_MODE = st.integers(0, 9)
+_MIXED, _EMPTY_BATCH = 7, 9
+_BAD_NUM_BLOCKS = st.sampled_from((*BAD_NUM_BLOCKS, 1))  # 1: valid, with an unknown policy
+_METHOD = st.sampled_from(("prepare_store", "complete_store", "prepare_load", "complete_load",
+                           "touch"))
+_BAD_KEY_INDEX = st.integers(0, len(bad_key_calls("touch", ())) - 1)
+_BAD_SCALAR_INDEX = st.integers(0, len(bad_success_calls(()) + bad_lookup_calls()) - 1)
+
+
+def build_machine(
+    factory: AdapterFactory,
+    policy: str,
+    fault_policy: str | None,
+    plan: FaultPlan,
+) -> type[RuleBasedStateMachine]:
+    """A fresh machine class bound to `factory` and `policy`, with its own `RunStats`.
+
+    `fault_policy` is the registered name of the fault-injecting variant of `policy`
+    (None disables fault injection); `plan` is the switch that arms it.
+    """
+
+    class LockStepMachine(_Machine):
+        pass
+
+    LockStepMachine.factory = staticmethod(factory)
+    LockStepMachine.policy = policy
+    LockStepMachine.fault_policy = fault_policy
+    LockStepMachine.plan = plan
+    LockStepMachine.stats = RunStats()
+    return LockStepMachine
+
+
+class _Machine(RuleBasedStateMachine):
+    factory: ClassVar[AdapterFactory]
+    policy: ClassVar[str]
+    fault_policy: ClassVar[str | None]
+    plan: ClassVar[FaultPlan]
+    stats: ClassVar[RunStats]
+
+    def __init__(self) -> None:
+        super().__init__()
+        cls = type(self)
+        self.lock = LockStep(cls.factory, cls.policy, cls.fault_policy, cls.plan, cls.stats)
+
+    def _keys(self, data: st.DataObject, preferred: Sequence[Key], max_size: int,
+              unique: bool = True) -> list[Key]:
+        """A key list, drawn mostly from `preferred` (the keys in the states that make
+        the call interesting): seven draws in ten take only preferred keys, two mix
+        them half and half with the whole pool, one is the empty batch.
+
+        Draws come from fixed strategies (a fresh strategy per draw is slow in
+        Hypothesis); they shrink towards the first preferred key.
+        """
+        mode = data.draw(_MODE)
+        if mode == _EMPTY_BATCH:
+            return []
+        only_preferred = mode < _MIXED and bool(preferred)
+        picks = data.draw(_PICKS[max_size])
+        out: list[Key] = []
+        n = len(KEYS)
+        for pick in picks:
+            if preferred and (only_preferred or pick < n):
+                key = preferred[pick % len(preferred)]
+            else:
+                key = KEYS[pick % n]
+            if not unique or key not in out:
+                out.append(key)
+        return out
+
+    # ------------------------------------------------------------ set-up
+
+    @initialize(num_blocks=_NUM_BLOCKS, events=st.booleans(), faulty=st.booleans())
+    def start(self, num_blocks: int, events: bool, faulty: bool) -> None:
+        self.lock.apply(Start(num_blocks, events, faulty))
+
+    # ------------------------------------------------------------ valid operations
+
+    @rule(data=st.data())
+    def store(self, data: st.DataObject) -> None:
+        """Any keys (every state is valid here): new ones are stored, resident ones
+        are skipped and protected from eviction."""
+        keys = self._keys(data, (), 5)
+        self.lock.apply(Step(Call.keys("prepare_store", keys)))
+
+    @rule(data=st.data())
+    def store_and_commit(self, data: st.DataObject) -> None:
+        """prepare_store then complete_store of what it stored: the common pair, as one
+        rule, so that READY blocks (and loads of them) are frequent."""
+        absent = [k for k in KEYS if k not in self.lock.keys_in(_P, _R, _L)]
+        keys = self._keys(data, absent, 3)
+        self.lock.apply(Step(Call.keys("prepare_store", keys)))
+        stored = [k for k in keys if k in self.lock.keys_in(_P)]
+        self.lock.apply(Step(Call.keys("complete_store", stored, success=True)))
+
+    @precondition(lambda self: bool(self.lock.keys_in(_P)))
+    @rule(data=st.data(), success=st.booleans())
+    def commit(self, data: st.DataObject, success: bool) -> None:
+        keys = self._keys(data, self.lock.keys_in(_P), 4)
+        self.lock.apply(Step(Call.keys("complete_store", keys, success=success)))
+
+    @precondition(lambda self: bool(self.lock.keys_in(_R, _L)))
+    @rule(data=st.data())
+    def load_begin(self, data: st.DataObject) -> None:
+        keys = self._keys(data, self.lock.keys_in(_R, _L), 3)
+        self.lock.apply(Step(Call.keys("prepare_load", keys)))
+
+    @precondition(lambda self: bool(self.lock.keys_in(_R, _L)))
+    @rule(data=st.data())
+    def load_and_finish(self, data: st.DataObject) -> None:
+        """prepare_load then complete_load of the same keys (a whole load), so that
+        ref counts often go 0 -> 1 -> 0 and blocks re-enter the evictable list."""
+        keys = self._keys(data, self.lock.keys_in(_R, _L), 3)
+        self.lock.apply(Step(Call.keys("prepare_load", keys)))
+        loading = self.lock.keys_in(_L)
+        self.lock.apply(Step(Call.keys("complete_load", [k for k in keys if k in loading])))
+
+    @precondition(lambda self: bool(self.lock.keys_in(_L)))
+    @rule(data=st.data())
+    def load_end(self, data: st.DataObject) -> None:
+        keys = self._keys(data, self.lock.keys_in(_L), 3)
+        self.lock.apply(Step(Call.keys("complete_load", keys)))
+
+    @rule(data=st.data(), load=st.booleans())
+    def wrong_state(self, data: st.DataObject, load: bool) -> None:
+        """A batch of good keys with one key the call must refuse, at any position:
+        prepare_load of an ABSENT or PENDING key, complete_load of an ABSENT, PENDING
+        or READY one (ref underflow). Hits the per-key checks, "the first offender
+        decides", and all-or-nothing when good keys come before the offender."""
+        lock = self.lock
+        good = lock.keys_in(_R, _L) if load else lock.keys_in(_L)
+        refused = lock.keys_in(_P) if load else lock.keys_in(_P, _R)
+        absent = [k for k in KEYS if k not in lock.keys_in(_P, _R, _L)]
+        offenders = refused + absent[:2]
+        offender = offenders[data.draw(_INDEX) % len(offenders)]
+        keys = [k for k in self._keys(data, good, 3) if k != offender]
+        keys.insert(data.draw(_INDEX) % (len(keys) + 1), offender)
+        lock.apply(Step(Call.keys("prepare_load" if load else "complete_load", keys)))
+
+    @rule(data=st.data())
+    def touch(self, data: st.DataObject) -> None:
+        """Mostly READY keys (they move), mixed with any others (they must not)."""
+        keys = self._keys(data, self.lock.keys_in(_R), 5, unique=False)
+        self.lock.apply(Step(Call.keys("touch", keys)))
+
+    @rule(data=st.data(), what=st.integers(0, 7))
+    def observe(self, data: st.DataObject, what: int) -> None:
+        """lookup, take_events, and now and then reset_cache."""
+        if what == 0:
+            call = Call.plain("reset_cache")
+        elif what <= 3:
+            call = Call.plain("take_events")
+        else:
+            keys = self._keys(data, self.lock.keys_in(_P, _R, _L), 1) or [KEYS[0]]
+            call = Call.plain("lookup", keys[0])
+        self.lock.apply(Step(call))
+
+    # ------------------------------------------------------------ bad input
+
+    @rule(data=st.data(), kind=st.integers(0, 3))
+    def bad_input(self, data: st.DataObject, kind: int) -> None:
+        """Malformed key batches (mostly), non-bool `success` and unhashable lookups,
+        bad constructor arguments and an unknown policy name."""
+        if kind <= 1:
+            method = data.draw(_METHOD)
+            keys = self._keys(data, self.lock.keys_in(_P, _R, _L), 3)
+            self.lock.apply(Step(bad_key_calls(method, keys)[data.draw(_BAD_KEY_INDEX)]))
+        elif kind == 2:
+            keys = self._keys(data, self.lock.keys_in(_P), 2)
+            calls = bad_success_calls(keys) + bad_lookup_calls()
+            self.lock.apply(Step(calls[data.draw(_BAD_SCALAR_INDEX)]))
+        else:
+            num_blocks = data.draw(_BAD_NUM_BLOCKS)
+            policy = UNKNOWN_POLICY if num_blocks == 1 and type(num_blocks) is int \
+                else self.policy
+            self.lock.apply(Construct(num_blocks, policy, data.draw(_COIN)))
+
+    # ------------------------------------------------------------ fault injection
+
+    @precondition(lambda self: self.lock.faulty)
+    @rule(data=st.data(), hook=st.sampled_from(("insert", "evict")), k=st.sampled_from((2, 1)))
+    def fault_in_store(self, data: st.DataObject, hook: str, k: int) -> None:
+        """prepare_store with `insert` failing on its k-th key, or `evict` failing."""
+        keys = self._keys(data, (), MAX_BLOCKS + 2)
+        self.lock.apply(Fault(Call.keys("prepare_store", keys), hook, 1 if hook == "evict" else k))
+
+    @precondition(lambda self: self.lock.faulty)
+    @rule(data=st.data(), hook=st.sampled_from(_HOOK_FAULTS), k=st.sampled_from((2, 1)))
+    def fault_in_hook(self, data: st.DataObject, hook: str, k: int) -> None:
+        """A call that reaches a per-key hook (`mark_evictable`, `mark_non_evictable`,
+        `remove`) or `touch`, which fails on the first or second key -- after the
+        policy has already changed for the first one."""
+        lock = self.lock
+        if hook == "remove":
+            call = Call.keys("complete_store", self._keys(data, lock.keys_in(_P), 4),
+                             success=False)
+        elif hook == "mark_non_evictable":
+            call = Call.keys("prepare_load", self._keys(data, lock.keys_in(_R), 3))
+        elif hook == "mark_evictable" and data.draw(_COIN):
+            call = Call.keys("complete_store", self._keys(data, lock.keys_in(_P), 4))
+        elif hook == "mark_evictable":
+            call = Call.keys("complete_load", self._keys(data, lock.keys_in(_L), 3))
+        else:
+            call = Call.keys("touch", self._keys(data, lock.keys_in(_R), 5, unique=False))
+            k = 1  # touch is called once per manager call
+        lock.apply(Fault(call, hook, k))

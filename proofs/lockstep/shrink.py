@@ -1,0 +1,115 @@
+"""Shrinking a failing conformance run to a short trace, by replay.
+
+Hypothesis finds a divergence; this module makes its trace short. It replays
+candidate action sequences through a fresh `LockStep` (no Hypothesis involved, so a
+replay costs microseconds per step) and keeps any candidate that still diverges:
+drop chunks of actions (halving the chunk size down to single actions), simplify
+the set-up (fewer blocks, events off, no fault policy), and drop keys from key
+lists, until nothing more can be removed or the time budget is spent.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from evictable.proofs.lockstep.manager import Action, ConformanceFailure, Fault, Start, Step
+
+__all__ = ["shrink"]
+
+Probe = Callable[[Sequence[Action]], ConformanceFailure | None]
+
+
+def _smaller_starts(start: Start) -> list[Start]:
+    out = [replace(start, num_blocks=n) for n in range(start.num_blocks)]
+    if start.events:
+        out.append(replace(start, events=False))
+    if start.faulty:
+        out.append(replace(start, faulty=False))
+    return out
+
+
+def _fewer_keys(action: Action) -> list[Action]:
+    if not isinstance(action, Step | Fault):
+        return []
+    out: list[Action] = []
+    for i in range(len(action.call.key_list or ())):
+        smaller = action.call.without_key(i)
+        if smaller is not None:
+            out.append(replace(action, call=smaller))
+    return out
+
+
+class _Shrinker:
+    def __init__(self, probe: Probe, failure: ConformanceFailure, budget_s: float) -> None:
+        self.probe = probe
+        self.best = failure
+        self.deadline = time.perf_counter() + budget_s
+        self.replays = 0
+
+    @property
+    def actions(self) -> list[Action]:
+        return list(self.best.actions)
+
+    def _try(self, candidate: Sequence[Action]) -> bool:
+        if time.perf_counter() > self.deadline:
+            return False
+        self.replays += 1
+        failure = self.probe(candidate)
+        if failure is None:
+            return False
+        self.best = failure  # its actions end at the failing step
+        return True
+
+    def drop_chunks(self) -> bool:
+        improved = False
+        chunk = max(1, (len(self.best.actions) - 1) // 2)
+        while chunk >= 1:
+            i = 1  # the Start action stays
+            while i < len(self.best.actions):
+                acts = self.actions
+                if self._try(acts[:i] + acts[i + chunk:]):
+                    improved = True
+                else:
+                    i += chunk
+            chunk //= 2
+        return improved
+
+    def simplify_each(self, variants: Callable[[Action], list[Action]]) -> bool:
+        improved = False
+        i = 0
+        while i < len(self.best.actions):
+            for variant in variants(self.best.actions[i]):
+                acts = self.actions
+                if self._try([*acts[:i], variant, *acts[i + 1:]]):
+                    improved = True
+                    break
+            else:
+                i += 1
+        return improved
+
+    def run(self) -> ConformanceFailure:
+        while time.perf_counter() < self.deadline:
+            changed = self.drop_chunks()
+            changed |= self.simplify_each(
+                lambda a: list(_smaller_starts(a)) if isinstance(a, Start) else [])
+            changed |= self.simplify_each(_fewer_keys)
+            if not changed:
+                break
+        return self.best
+
+
+def shrink(probe: Probe, failure: ConformanceFailure, budget_s: float = 20.0
+           ) -> tuple[ConformanceFailure, int]:
+    """The shortest failure found from `failure` by replay, and how many replays it took.
+
+    `probe(actions)` replays actions and returns the failure they provoke (or None).
+    If the original actions do not fail again on replay (a nondeterministic
+    implementation), `failure` is returned unchanged.
+    """
+    again = probe(failure.actions)
+    if again is None:
+        return failure, 1
+    shrinker = _Shrinker(probe, again, budget_s)
+    return shrinker.run(), shrinker.replays + 1

@@ -1,0 +1,256 @@
+"""ARC list membership as a per-key transition relation: Z3 induction, and its bridge.
+
+One key's ARC position is four booleans -- in T1, in T2, in B1, in B2 -- next to its
+residency and ref count. Each event is a relation between that key's values before
+and after (`RELATIONS`), written once over `model.invariants.Logic`, so that:
+
+* Z3 proves, for an arbitrary key of an uninterpreted sort (so for any number of
+  keys), that `membership` -- T1 ∩ T2 = ∅, B1 ∩ B2 = ∅, residents and ghosts
+  disjoint, T1 ∪ T2 = residents -- holds initially and is kept by every event
+  (`arc.z3.membership_inductive`), and that each event is possible (non-vacuity);
+* the *bridge* evaluates the same relations on Python booleans over every edge of
+  the exhaustive exploration of the executable model (`evictable.proofs.explore.arc_search`), for
+  every key: the model's steps are steps of the proved relation
+  (`arc.z3.relation_matches_model`), so the two cannot drift apart.
+
+The eviction relation leaves the victim choice and the ghost trimming free (they
+are parameters: `victim`, `trim1`, `trim2`), constrained only by what the spec
+promises: a victim is resident with ref 0, goes to B1 from T1 and to B2 from T2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from evictable.model.invariants import PY_LOGIC, Logic
+from evictable.model.types import Key
+from evictable.proofs.explore.arc_search import Edge, EdgeCheck
+from evictable.proofs.obligations import Outcome, Status, proved, z3_sat, z3_valid
+
+__all__ = [
+    "EVENTS",
+    "RELATIONS",
+    "KeyView",
+    "Params",
+    "inductive_check",
+    "membership",
+    "relation_edge_check",
+]
+
+
+@dataclass(frozen=True)
+class KeyView:
+    """One key's ARC terms (Python values or Z3 terms)."""
+
+    t1: Any
+    t2: Any
+    b1: Any
+    b2: Any
+    res: Any
+    ref: Any
+
+
+@dataclass(frozen=True)
+class Params:
+    """An event's free choices for this key: is it the event's key; victim; trimmed."""
+
+    is_x: Any
+    victim: Any
+    trim1: Any
+    trim2: Any
+
+
+Relation = Callable[[Logic, KeyView, KeyView, Params], Any]
+
+
+def membership(lg: Logic, k: KeyView) -> Any:
+    """The list-membership invariant of one key."""
+    resident_listed = lg.or_(k.t1, k.t2)
+    ghost = lg.or_(k.b1, k.b2)
+    return lg.and_(
+        lg.not_(lg.and_(k.t1, k.t2)),
+        lg.not_(lg.and_(k.b1, k.b2)),
+        lg.not_(lg.and_(resident_listed, ghost)),
+        lg.iff(resident_listed, k.res),
+        lg.implies(k.res, lg.ge(k.ref, -1)),
+    )
+
+
+def _same_lists(lg: Logic, a: KeyView, b: KeyView) -> Any:
+    return lg.and_(lg.iff(a.t1, b.t1), lg.iff(a.t2, b.t2), lg.iff(a.b1, b.b1),
+                   lg.iff(a.b2, b.b2))
+
+
+def _same(lg: Logic, a: KeyView, b: KeyView) -> Any:
+    return lg.and_(_same_lists(lg, a, b), lg.iff(a.res, b.res),
+                   lg.implies(a.res, _eq_ref(lg, a, b)))
+
+
+def _eq_ref(lg: Logic, a: KeyView, b: KeyView) -> Any:
+    """a.ref == b.ref (both are terms of the same Logic)."""
+    return lg.eq(a.ref, b.ref)
+
+
+def _insert(lg: Logic, k: KeyView, n: KeyView, p: Params) -> Any:
+    """Store begins (key absent): T1 MRU, out of B1/B2, PENDING."""
+    return lg.and_(
+        lg.implies(p.is_x, lg.and_(lg.not_(k.res), n.res, lg.eq(n.ref, -1), n.t1,
+                                   lg.iff(n.t2, k.t2), lg.not_(n.b1), lg.not_(n.b2))),
+        lg.implies(lg.not_(p.is_x), _same(lg, k, n)),
+    )
+
+
+def _ref_only(expect: int, becomes: int) -> Relation:
+    def rel(lg: Logic, k: KeyView, n: KeyView, p: Params) -> Any:
+        return lg.and_(
+            lg.implies(p.is_x, lg.and_(k.res, lg.eq(k.ref, expect), n.res,
+                                       lg.eq(n.ref, becomes), _same_lists(lg, k, n))),
+            lg.implies(lg.not_(p.is_x), _same(lg, k, n)),
+        )
+
+    return rel
+
+
+def _abort(lg: Logic, k: KeyView, n: KeyView, p: Params) -> Any:
+    """Failed store (PENDING): out of T1/T2, no ghost, absent."""
+    return lg.and_(
+        lg.implies(p.is_x, lg.and_(k.res, lg.eq(k.ref, -1), lg.not_(n.res), lg.not_(n.t1),
+                                   lg.not_(n.t2), lg.iff(n.b1, k.b1), lg.iff(n.b2, k.b2))),
+        lg.implies(lg.not_(p.is_x), _same(lg, k, n)),
+    )
+
+
+def _touch(lg: Logic, k: KeyView, n: KeyView, p: Params) -> Any:
+    """Touch: a ready T1 key moves to T2; every other membership stays."""
+    promoted = lg.and_(p.is_x, k.t1, lg.ge(k.ref, 0))
+    return lg.and_(
+        lg.implies(promoted, lg.and_(lg.not_(n.t1), n.t2, lg.iff(n.b1, k.b1),
+                                     lg.iff(n.b2, k.b2), lg.iff(n.res, k.res),
+                                     _eq_ref(lg, k, n))),
+        lg.implies(lg.not_(promoted), _same(lg, k, n)),
+    )
+
+
+def _evict(lg: Logic, k: KeyView, n: KeyView, p: Params) -> Any:
+    """Eviction: a victim (resident, ref 0) leaves T1/T2 for B1/B2; ghosts may be trimmed."""
+    from_t1 = lg.and_(p.victim, k.t1)
+    from_t2 = lg.and_(p.victim, lg.not_(k.t1))
+    return lg.and_(
+        lg.implies(p.victim, lg.and_(k.res, lg.eq(k.ref, 0), lg.not_(n.res), lg.not_(n.t1),
+                                     lg.not_(n.t2))),
+        lg.implies(lg.not_(p.victim), lg.and_(lg.iff(n.t1, k.t1), lg.iff(n.t2, k.t2),
+                                              lg.iff(n.res, k.res),
+                                              lg.implies(k.res, _eq_ref(lg, k, n)))),
+        lg.iff(n.b1, lg.and_(lg.or_(k.b1, from_t1), lg.not_(p.trim1))),
+        lg.iff(n.b2, lg.and_(lg.or_(k.b2, from_t2), lg.not_(p.trim2))),
+    )
+
+
+def _clear(lg: Logic, k: KeyView, n: KeyView, p: Params) -> Any:
+    return lg.and_(lg.not_(n.t1), lg.not_(n.t2), lg.not_(n.b1), lg.not_(n.b2),
+                   lg.not_(n.res))
+
+
+RELATIONS: dict[str, Relation] = {
+    "insert": _insert,
+    "commit": _ref_only(-1, 0),
+    "load": _ref_only(0, 1),
+    "unload": _ref_only(1, 0),
+    "abort": _abort,
+    "touch": _touch,
+    "evict": _evict,
+    "clear": _clear,
+}
+EVENTS = tuple(RELATIONS)
+
+
+# ---------------------------------------------------------------- Z3: induction
+
+
+def _z3_view(z3: Any, tag: str) -> KeyView:
+    t1, t2, b1, b2, res = (z3.Bool(f"{n}{tag}") for n in ("t1", "t2", "b1", "b2", "res"))
+    return KeyView(t1, t2, b1, b2, res, z3.Int(f"ref{tag}"))
+
+
+def inductive_check(relations: dict[str, Relation]) -> Callable[[float], Outcome]:
+    """Initiation, consecution of every event, and non-vacuity of `Inv ∧ T` per event."""
+
+    def run(timeout_s: float) -> Outcome:
+        import z3
+
+        from evictable.proofs.z3.encode import Z3_LOGIC as lg
+
+        pre, post = _z3_view(z3, ""), _z3_view(z3, "'")
+        p = Params(*z3.Bools("is_x victim trim1 trim2"))
+        no = z3.BoolVal(False)
+        empty = KeyView(no, no, no, no, no, z3.Int("ref0"))
+        init = z3_valid(membership(lg, empty), timeout_s, lambda m: "initial state")
+        if init.status is not Status.PROVED:
+            return init
+        for event, rel in relations.items():
+            step = rel(lg, pre, post, p)
+
+            def describe(m: Any, event: str = event) -> str:
+                def show(v: KeyView) -> str:
+                    return ", ".join(f"{f}={m.eval(getattr(v, f), model_completion=True)}"
+                                     for f in ("t1", "t2", "b1", "b2", "res", "ref"))
+
+                return (f"{event}: before [{show(pre)}] after [{show(post)}] "
+                        f"is_x={m.eval(p.is_x, model_completion=True)} "
+                        f"victim={m.eval(p.victim, model_completion=True)}")
+
+            out = z3_valid(membership(lg, post), timeout_s, describe,
+                           [membership(lg, pre), step])
+            if out.status is not Status.PROVED:
+                return out
+            witness = p.victim if event == "evict" else p.is_x
+            live = z3_sat([membership(lg, pre), step, witness], timeout_s, f"Inv ∧ {event}")
+            if live.status is not Status.PROVED:
+                return live
+        return proved()
+
+    return run
+
+
+# ---------------------------------------------------------------- the bridge
+
+
+def _py_view(w: Any, key: Key) -> KeyView:
+    pol = w.policy
+    ref = w.ref_of(key)
+    return KeyView(key in pol.t1, key in pol.t2, key in pol.b1, key in pol.b2,
+                   ref is not None, -9 if ref is None else ref)
+
+
+def _event_of(e: Edge) -> tuple[str, int | None]:
+    if e.is_evict:
+        return "evict", None
+    name, _, key = e.label.partition(" ")
+    return name, int(key) if key else None
+
+
+def relation_edge_check(relations: dict[str, Relation]) -> EdgeCheck:
+    """An explorer edge check: the model's step satisfies its event's relation, per key."""
+
+    def check(e: Edge, capacity: int) -> str | None:
+        event, x = _event_of(e)
+        victims = set(e.victims or ())
+        keys: set[Key] = {k for w in (e.pre, e.post) for k, _ in w.refs}
+        for w in (e.pre, e.post):
+            keys |= {*w.policy.t1, *w.policy.t2, *w.policy.b1, *w.policy.b2}
+        for key in sorted(keys | ({x} if x is not None else set()), key=repr):
+            k, n = _py_view(e.pre, key), _py_view(e.post, key)
+            victim = key in victims
+            p = Params(
+                is_x=key == x,
+                victim=victim,
+                trim1=(k.b1 or (victim and k.t1)) and not n.b1,
+                trim2=(k.b2 or (victim and not k.t1)) and not n.b2,
+            )
+            if not relations[event](PY_LOGIC, k, n, p):
+                return f"step `{e.label}` is not a `{event}` step for key {key}: {k} -> {n}"
+        return None
+
+    return check

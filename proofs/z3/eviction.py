@@ -1,0 +1,307 @@
+"""Bounded Z3 obligations: evictable-list eviction and the list's recency order.
+
+**Eviction** (`eviction.lru.*`). N blocks (N grows with the level), each with a
+recency timestamp (distinct Ints), a flag "in the evictable list" and a flag
+"protected" (an input key of the `prepare_store` that evicts). The evictable list is
+encoded as the implementation keeps it: a sequence of exactly the listed blocks in
+timestamp order, least recent first. Eviction of n victims is encoded as the
+implementation does it: walk the list from the least-recent end, skip protected
+entries, take until n are taken; commit only if all n were found (else `None`, no
+change). The claims compare that walk with a declarative statement (ranks by
+timestamp), not with another walk:
+
+* `eviction.lru.exact_victims` -- the walk succeeds exactly when at least n listed
+  blocks are unprotected; then it takes exactly n of them, all listed and
+  unprotected, removes exactly those from the list, and on failure nothing changes.
+* `eviction.lru.least_recent` -- the victims are the n least-recent eligible blocks:
+  a block is a victim iff it is eligible and fewer than n eligible blocks are older.
+
+* `eviction.lru.order.*` -- the list maintenance steps (append on mark_evictable,
+  remove, move-to-end on touch) keep the list in recency order, which the walk
+  above assumes.
+
+The slot obligations (`slots.*`, `proofs/slots.py`) run in this group too.
+
+Every obligation has a negative control: eviction that ignores protection, eviction
+that walks from the most-recent end, an append at the least-recent end, a remove
+that swaps the last entry into the hole, a touch that refreshes in place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import z3
+
+from evictable.proofs.obligations import Obligation, Outcome, z3_valid
+from evictable.proofs.registry import Level
+from evictable.proofs.z3.slots import bind as _ob
+from evictable.proofs.z3.slots import obligations as slot_obligations
+from evictable.proofs.z3.slots import pick as _pick
+
+__all__ = [
+    "BLOCKS",
+    "ListOps",
+    "Walk",
+    "check_exact_victims",
+    "check_least_recent",
+    "check_list_order",
+    "obligations",
+]
+
+BLOCKS: dict[str, int] = {"quick": 4, "default": 8, "thorough": 10}
+"""N, the number of blocks (eviction, list order), per level."""
+
+# ------------------------------------------------------------------ eviction
+
+
+@dataclass(frozen=True)
+class Walk:
+    """How eviction walks the list (the correct walk unless a control breaks it)."""
+
+    from_lru_end: bool = True
+    skips_protected: bool = True
+
+
+@dataclass(frozen=True)
+class _Blocks:
+    """N blocks; the evictable list holds blocks 0 .. length-1 in this order.
+
+    Numbering blocks by list position loses no generality (blocks are symmetric);
+    blocks `length .. N-1` are the resident blocks outside the list (pinned or
+    pending), with arbitrary timestamps.
+    """
+
+    n: int
+    protected: list[Any]
+    ts: list[Any]
+    length: Any  # number of listed blocks
+    want: Any  # n victims requested
+
+    def listed(self, i: int) -> Any:
+        return i < self.length
+
+
+def _blocks(n: int) -> tuple[_Blocks, list[Any]]:
+    b = _Blocks(
+        n,
+        [z3.Bool(f"protected{i}") for i in range(n)],
+        [z3.Int(f"ts{i}") for i in range(n)],
+        z3.Int("list_len"),
+        z3.Int("n_victims"),
+    )
+    facts = [z3.Distinct(*b.ts), b.length >= 0, b.length <= n, b.want >= 0, b.want <= n]
+    # The list is in recency order: least recent (smallest timestamp) first.
+    facts.extend(z3.Implies(p + 1 < b.length, b.ts[p] < b.ts[p + 1]) for p in range(n - 1))
+    return b, facts
+
+
+@dataclass(frozen=True)
+class _Eviction:
+    victim: list[Any]  # block i taken by the walk
+    success: Any
+    listed_after: list[Any]
+
+
+def _evict(b: _Blocks, walk: Walk) -> _Eviction:
+    """The walk: from one end of the list, skip protected, take until `want`."""
+    taken = z3.IntVal(0)
+    victim = [z3.BoolVal(False)] * b.n
+    for q in range(b.n):
+        who: Any = q if walk.from_lru_end else b.length - 1 - q
+        valid = z3.And(who >= 0, who < b.length) if not walk.from_lru_end else q < b.length
+        prot = b.protected[q] if walk.from_lru_end else _pick(b.protected, who)
+        eligible = z3.Not(prot) if walk.skips_protected else z3.BoolVal(True)
+        take = z3.And(valid, eligible, taken < b.want)
+        victim = [z3.Or(victim[i], z3.And(take, who == i)) if not walk.from_lru_end
+                  else (z3.Or(victim[i], take) if i == q else victim[i]) for i in range(b.n)]
+        taken = taken + z3.If(take, 1, 0)
+    success = taken == b.want
+    after = [z3.And(b.listed(i), z3.Not(z3.And(success, victim[i]))) for i in range(b.n)]
+    return _Eviction(victim, success, after)
+
+
+def _eligible(b: _Blocks, i: int) -> Any:
+    return z3.And(b.listed(i), z3.Not(b.protected[i]))
+
+
+def _render_eviction(model: Any, b: _Blocks, ev: _Eviction, head: str) -> str:
+    def val(x: Any) -> Any:
+        return model.eval(x, model_completion=True)
+
+    rows = []
+    for i in sorted(range(b.n), key=lambda i: val(b.ts[i]).as_long()):
+        if z3.is_true(val(b.listed(i))):
+            tags = [f"ts={val(b.ts[i])}"]
+            if z3.is_true(val(b.protected[i])):
+                tags.append("protected")
+            if z3.is_true(val(ev.victim[i])):
+                tags.append("TAKEN")
+            rows.append(f"block {i} ({', '.join(tags)})")
+    ok = z3.is_true(val(ev.success))
+    return (f"evict n={val(b.want)} from list [{'; '.join(rows)}] -> "
+            f"{'success' if ok else 'None'}; violated: {head}")
+
+
+def check_exact_victims(blocks: int, timeout_s: float, walk: Walk = Walk()) -> Outcome:
+    """Success iff ≥ n eligible; then exactly n victims, all eligible, and only they leave."""
+    b, facts = _blocks(blocks)
+    ev = _evict(b, walk)
+    eligible = z3.Sum([z3.If(_eligible(b, i), 1, 0) for i in range(blocks)])
+    chosen = z3.Sum([z3.If(ev.victim[i], 1, 0) for i in range(blocks)])
+    claim = z3.And(
+        ev.success == (eligible >= b.want),
+        z3.Implies(ev.success, chosen == b.want),
+        *[z3.Implies(z3.And(ev.success, ev.victim[i]), _eligible(b, i)) for i in range(blocks)],
+        *[ev.listed_after[i] == z3.And(b.listed(i), z3.Not(z3.And(ev.success, ev.victim[i])))
+          for i in range(blocks)],
+        *[z3.Implies(z3.Not(ev.success), ev.listed_after[i] == b.listed(i))
+          for i in range(blocks)],
+    )
+    return z3_valid(claim, timeout_s,
+                    lambda m: _render_eviction(m, b, ev, "exact_victims"), facts)
+
+
+def check_least_recent(blocks: int, timeout_s: float, walk: Walk = Walk()) -> Outcome:
+    """On success, block i is a victim iff eligible with fewer than n older eligible blocks."""
+    b, facts = _blocks(blocks)
+    ev = _evict(b, walk)
+    claims = []
+    for i in range(blocks):
+        older = z3.Sum([z3.If(z3.And(_eligible(b, j), b.ts[j] < b.ts[i]), 1, 0)
+                        for j in range(blocks) if j != i])
+        claims.append(ev.victim[i] == z3.And(_eligible(b, i), older < b.want))
+    claim = z3.Implies(ev.success, z3.And(*claims))
+    return z3_valid(claim, timeout_s,
+                    lambda m: _render_eviction(m, b, ev, "least_recent"), facts)
+
+
+# ------------------------------------------------------------------ list order
+
+
+@dataclass(frozen=True)
+class ListOps:
+    """How the evictable list is maintained (correct unless a control breaks one)."""
+
+    append_at_mru_end: bool = True  # mark_evictable; False: inserted at the LRU end
+    remove_shifts: bool = True  # remove; False: the last entry is swapped into the hole
+    touch_moves: bool = True  # touch; False: the timestamp is refreshed in place
+
+
+@dataclass(frozen=True)
+class _List:
+    n: int
+    length: Any
+    ts: list[Any]
+    clock: Any
+
+    def ordered(self) -> Any:
+        """Recency order: ascending timestamps, all older than the clock."""
+        return z3.And(
+            self.length >= 0, self.length <= self.n,
+            *[z3.Implies(p + 1 < self.length, self.ts[p] < self.ts[p + 1])
+              for p in range(self.n - 1)],
+            *[z3.Implies(p < self.length, self.ts[p] < self.clock) for p in range(self.n)],
+        )
+
+    def render(self, model: Any) -> str:
+        length = model.eval(self.length, model_completion=True).as_long()
+        ts = [str(model.eval(self.ts[p], model_completion=True)) for p in range(length)]
+        return f"[{', '.join(ts)}]"
+
+
+def _list(prefix: str, n: int) -> _List:
+    return _List(n, z3.Int(f"{prefix}.len"), [z3.Int(f"{prefix}.ts{p}") for p in range(n)],
+                 z3.Int(f"{prefix}.clock"))
+
+
+def _list_step(op: str, pre: _List, post: _List, k: Any, ops: ListOps) -> list[Any]:
+    n = pre.n
+
+    def nxt(p: int) -> Any:
+        return pre.ts[p + 1] if p + 1 < n else pre.ts[p]
+
+    def prv(p: int) -> Any:
+        return pre.ts[p - 1] if p > 0 else pre.ts[p]
+
+    if op == "mark_evictable":
+        facts = [pre.length < n, post.length == pre.length + 1, post.clock == pre.clock + 1]
+        for p in range(n):
+            if ops.append_at_mru_end:
+                facts.append(post.ts[p] == z3.If(p == pre.length, pre.clock, pre.ts[p]))
+            else:
+                facts.append(post.ts[p] == z3.If(p == 0, pre.clock, prv(p)))
+        return facts
+    facts = [k >= 0, k < pre.length]
+    if op == "remove":
+        facts += [post.length == pre.length - 1, post.clock == pre.clock]
+        last = _pick(pre.ts, pre.length - 1)
+        for p in range(n):
+            moved = z3.If(p < k, pre.ts[p], nxt(p)) if ops.remove_shifts else \
+                z3.If(p == k, last, pre.ts[p])
+            facts.append(post.ts[p] == moved)
+        return facts
+    facts += [post.length == pre.length, post.clock == pre.clock + 1]
+    for p in range(n):
+        if ops.touch_moves:
+            moved = z3.If(p < k, pre.ts[p], z3.If(p + 1 < pre.length, nxt(p), pre.clock))
+        else:
+            moved = z3.If(p == k, pre.clock, pre.ts[p])
+        facts.append(post.ts[p] == moved)
+    return facts
+
+
+def check_list_order(op: str, blocks: int, timeout_s: float, ops: ListOps = ListOps()) -> Outcome:
+    """`op` ("mark_evictable" | "remove" | "touch") keeps the list in recency order."""
+    pre, post = _list("pre", blocks), _list("post", blocks)
+    k = z3.Int("position")
+
+    def describe(model: Any) -> str:
+        at = "" if op == "mark_evictable" else f" at position {model.eval(k)}"
+        return (f"{op}{at} (clock {model.eval(pre.clock)}): list timestamps {pre.render(model)}"
+                f" -> {post.render(model)}; violated: list_in_recency_order")
+
+    return z3_valid(post.ordered(), timeout_s, describe,
+                    [pre.ordered(), *_list_step(op, pre, post, k, ops)])
+
+
+# ------------------------------------------------------------------ obligations
+
+
+def obligations(level: Level) -> list[Obligation]:
+    """Eviction and slot obligations for N blocks / slots (N per level)."""
+    n = BLOCKS[level]
+    ok, lo = Walk(), ListOps()
+    return [*_eviction_obligations(n, ok, lo), *slot_obligations(level)]
+
+
+def _eviction_obligations(n: int, ok: Walk, lo: ListOps) -> list[Obligation]:
+    return [
+        _ob("eviction.lru.exact_victims",
+            f"walking the evictable list ({n} blocks) takes exactly n listed unprotected "
+            "victims, or fails with no change when fewer exist",
+            check_exact_victims, {"blocks": n, "walk": ok},
+            {"blocks": n, "walk": replace(ok, skips_protected=False)},
+            "an eviction that ignores protection is refuted"),
+        _ob("eviction.lru.least_recent",
+            f"the victims are exactly the n least-recent eligible blocks ({n} blocks)",
+            check_least_recent, {"blocks": n, "walk": ok},
+            {"blocks": n, "walk": replace(ok, from_lru_end=False)},
+            "an eviction that walks from the most-recent end is refuted"),
+        _ob("eviction.lru.order.mark_evictable",
+            f"appending at the most-recent end keeps the list in recency order ({n} blocks)",
+            check_list_order, {"op": "mark_evictable", "blocks": n, "ops": lo},
+            {"op": "mark_evictable", "blocks": n, "ops": replace(lo, append_at_mru_end=False)},
+            "mark_evictable inserting at the least-recent end is refuted"),
+        _ob("eviction.lru.order.remove",
+            f"removing an entry keeps the list in recency order ({n} blocks)",
+            check_list_order, {"op": "remove", "blocks": n, "ops": lo},
+            {"op": "remove", "blocks": n, "ops": replace(lo, remove_shifts=False)},
+            "a remove that swaps the last entry into the hole is refuted"),
+        _ob("eviction.lru.order.touch",
+            f"touch moves the entry to the most-recent end, keeping recency order ({n} blocks)",
+            check_list_order, {"op": "touch", "blocks": n, "ops": lo},
+            {"op": "touch", "blocks": n, "ops": replace(lo, touch_moves=False)},
+            "a touch that refreshes the timestamp in place is refuted"),
+    ]

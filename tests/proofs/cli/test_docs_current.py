@@ -1,0 +1,60 @@
+"""The generated regions of docs/spec.md match the transition table."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from evictable.model.lifecycle import CPU_MACHINE, Transition
+from evictable.proofs.cli import docgen
+
+
+def test_spec_tables_and_diagrams_are_current() -> None:
+    text = docgen.SPEC_PATH.read_text(encoding="utf-8")
+    assert docgen.render(text) == text, "docs/spec.md is stale: run `make docs`"
+
+
+def test_every_region_is_present_in_spec() -> None:
+    text = docgen.SPEC_PATH.read_text(encoding="utf-8")
+    for name in docgen.regions():
+        assert f"<!-- BEGIN GENERATED: {name} -->" in text
+
+
+def test_staleness_is_detected_after_a_table_edit() -> None:
+    text = docgen.SPEC_PATH.read_text(encoding="utf-8")
+    edited = dataclasses.replace(
+        CPU_MACHINE,
+        transitions=tuple(
+            dataclasses.replace(t, target=t.source)
+            if (t.event.value, t.source.name, t.target.name) == ("load_end", "LOADING", "READY")
+            else t
+            for t in CPU_MACHINE.transitions
+        ),
+    )
+    bodies = docgen.regions()
+    bodies["cpu-transitions"] = docgen.transitions_table(edited)
+    assert docgen.render(text, bodies) != text
+
+
+def test_hook_column_is_derived_from_the_flag_flip() -> None:
+    table = docgen.transitions_table(CPU_MACHINE)
+    line = next(row for row in table.splitlines() if "LOADING → READY" in row)
+    assert "`mark_evictable`" in line
+    assert isinstance(CPU_MACHINE.transitions[0], Transition)
+
+
+def test_diagram_formats_name_every_transition() -> None:
+    mer = docgen.diagram("mermaid", "cpu")
+    dot = docgen.diagram("dot", "cpu")
+    for t in CPU_MACHINE.transitions:
+        assert f"{t.source.name} --> {t.target.name}" in mer
+        assert f"{t.source.name} -> {t.target.name}" in dot
+
+
+def test_unknown_region_is_an_error() -> None:
+    bad = "<!-- BEGIN GENERATED: nope -->\nx\n<!-- END GENERATED: nope -->\n"
+    try:
+        docgen.render(bad)
+    except KeyError as exc:
+        assert "nope" in str(exc)
+    else:
+        raise AssertionError("an unknown region must be refused")

@@ -1,40 +1,41 @@
-"""The CPU offloading manager: fast, strict, atomic (DESIGN.md §4).
+"""The CPU offloading manager: fast, strict, atomic (docs/semantics.md, "The CPU manager").
 
-Semantics are exactly `model.manager.ModelManager`'s (checked step by step by the
-conformance engine); this module is the fast path.
+Semantics are exactly `evictable.model.manager.ModelManager`'s (checked step by step
+by the conformance engine and the explorer); this module is the fast path.
 
-Two code paths share validation, slot bookkeeping and counters:
+Every method has one path, in three phases:
 
-* the **fast path**, for a policy of exactly `LRUCachePolicy`: the manager updates the
-  policy's `blocks` dict and its intrusive evictable list directly (C-level dict
-  operations, and one `link_last` / `unlink` call per batch from
-  `impl.policies.lru`, no per-key method call); batch-level calls (`evict`,
-  `touch`, `clear`) still go through the policy;
-* the **generic path**, for any other policy (ARC, subclasses, third-party): the
-  manager keeps its own key -> `BlockStatus` dict and calls the policy's methods per
-  key, in the order the model calls them.
+1. **validate** the whole call -- argument shape, then duplicates, then the per-key
+   table checks in key order (`evictable.model.validate` and the lifecycle table); a
+   refused call raises before anything changes;
+2. **update the manager's own state** -- the records' ref counts, the key table, the
+   slots (`impl.slots.SlotAllocator`); none of this can fail;
+3. **report the changes to the policy**, one batch per kind (`stored`, `aborted`,
+   `became_evictable`, `became_pinned`, see `impl.policies.base`), then the counters
+   and events.
 
-All-or-nothing: every method validates its whole input (argument shape, then
-duplicates, then the per-key table checks in input order) before the state changes.
-On the generic path, a policy method raising half way through a batch is undone:
-the manager restores its own state from values saved at the start of the call
-(O(batch)) and the policy from `checkpoint()` (taken just before the first policy
-call, for every policy that is not exactly a built-in class), then re-raises the
-original exception. Nothing is copied on the happy path beyond those saved values.
-On the fast path nothing can raise once validation has passed.
+If the policy raises in phase 3 (a pluggable policy may), the manager inverts phase 2
+from the call's plan, restores the policy from the `checkpoint()` taken just before
+(for every policy that is not exactly a built-in class: built-in policies cannot
+fail once the call is validated) and re-raises the original exception: the call
+changed nothing observable.
+
+The key table is the policy's own dict when the policy offers one (`shared_table()`: the
+LRU does, so a resident block costs one hash-table entry); otherwise the manager
+keeps its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence, Set
 
 from evictable.impl.block import BlockStatus
-from evictable.impl.manager_core import ManagerCore, refusal, state_of_ref
+from evictable.impl.policies.base import CachePolicy
 from evictable.impl.policies.factory import create_policy, is_builtin, known_policies
-from evictable.impl.policies.lru import LRUCachePolicy, link_last, unlink
-from evictable.model.errors import InvariantViolationError
+from evictable.impl.slots import SlotAllocator, SlotMark
+from evictable.model.errors import InvariantViolationError, LifecycleError
 from evictable.model.invariants import check_snapshot
-from evictable.model.lifecycle import CpuEvent
+from evictable.model.lifecycle import CPU_MACHINE, CpuEvent, CpuState, Phase, step
 from evictable.model.types import (
     BlockEntry,
     Key,
@@ -53,41 +54,88 @@ from evictable.model.validate import (
     touch_keys,
 )
 
-__all__ = ["CPUOffloadingManager"]
+__all__ = ["CPUOffloadingManager", "refusal", "state_of_ref"]
 
 _MISS, _HIT_PENDING, _HIT = LookupResult.MISS, LookupResult.HIT_PENDING, LookupResult.HIT
+_ABSENT = Phase(CpuState.ABSENT, None)
 
 
-class CPUOffloadingManager(ManagerCore):
+def state_of_ref(ref: int) -> CpuState:
+    """The resident state whose declared ref range admits `ref` (from the table)."""
+    for spec in CPU_MACHINE.states:
+        if spec.resident and spec.admits(ref):
+            return spec.state  # type: ignore[return-value]
+    raise InvariantViolationError(["state_admits_ref"], f"no state admits ref {ref}")
+
+
+def refusal(key: Key, block: BlockStatus | None, event: CpuEvent) -> LifecycleError:
+    """The table's error for `event` on `key` (the caller found the pair refused)."""
+    phase = _ABSENT if block is None else Phase(state_of_ref(block.ref_cnt), block.ref_cnt)
+    try:
+        step(CPU_MACHINE, phase, event, key)
+    except LifecycleError as error:
+        return error
+    return InvariantViolationError(["state_admits_ref"], f"{event.value} of {key!r} at {phase}")
+
+
+class CPUOffloadingManager:
     """Tracks CPU blocks (one per key): ref counts, slots, eviction through a policy.
 
-    Pre/post of each method: DESIGN.md §4. A call that raises changes nothing.
+    >>> m = CPUOffloadingManager(num_blocks=2)
+    >>> m.prepare_store([b"a", b"b"]).slot_ids
+    [0, 1]
+    >>> m.complete_store([b"a", b"b"])
+    [b'a', b'b']
+    >>> m.prepare_load([b"a"])         # a is pinned: never evicted while loading
+    [0]
+    >>> m.prepare_store([b"c"]).evicted_keys
+    [b'b']
+
+    Pre/post of each method: docs/semantics.md. A call that raises changes nothing.
     Complexity: O(batch) per call (plus O(victims + protected keys skipped) for an
-    eviction); `snapshot` and `check_invariants` are O(n).
+    eviction with the LRU); `snapshot` and `check_invariants` are O(n).
     """
 
-    __slots__ = ()
+    __slots__ = (
+        "_blocks",
+        "_events",
+        "_guarded",
+        "_num_blocks",
+        "_num_evictable",
+        "_num_pending",
+        "_own_table",
+        "_pin",
+        "_policy",
+        "_reuse",
+        "_slots",
+        "_unpin",
+    )
 
     def __init__(
         self, num_blocks: int, policy: str = "lru", enable_events: bool = False
     ) -> None:
+        """Pre: `num_blocks` an int >= 0 (not a bool), `policy` a known name,
+        `enable_events` a bool; else `InvalidArgumentError`. Complexity: O(1)."""
         capacity = check_num_blocks(num_blocks)
         check_policy_name(policy, known_policies())
         check_enable_events(enable_events)
         chosen = create_policy(policy, capacity)
-        self._policy = chosen
+        table = chosen.shared_table()
+        self._policy: CachePolicy = chosen
         self._num_blocks = capacity
-        self._free = []
-        self._high_water = 0
+        self._slots = SlotAllocator(capacity)
         self._num_evictable = 0
         self._num_pending = 0
-        self._events = [] if enable_events else None
-        if type(chosen) is LRUCachePolicy:
-            self._blocks, self._lru = chosen.blocks, chosen.ring
-            self._guarded = False
-        else:
-            self._blocks, self._lru = {}, None
-            self._guarded = not is_builtin(type(chosen))
+        self._events: list[OffloadingEvent] | None = [] if enable_events else None
+        self._own_table = table is None
+        self._blocks: dict[Key, BlockStatus] = {} if table is None else table
+        self._guarded = not is_builtin(type(chosen))
+        # Reusing a victim's record is safe when nothing else refers to it, and cannot
+        # need undoing: a built-in policy never fails once a call is validated.
+        self._reuse = chosen.releases_evicted_records and not self._guarded
+        # The two reports made on every load, bound once (the policy never changes).
+        self._pin = chosen.became_pinned
+        self._unpin = chosen.became_evictable
 
     # ------------------------------------------------------------------ queries
 
@@ -115,16 +163,28 @@ class CPUOffloadingManager(ManagerCore):
             return _MISS
         return _HIT_PENDING if block.ref_cnt < 0 else _HIT
 
+    # ------------------------------------------------------------------ guarding
+
+    def _checkpoint(self) -> object:
+        """The policy's state, for a policy that may fail (else None). Complexity: O(n)
+        for such a policy (its `checkpoint`), O(1) for a built-in one."""
+        return self._policy.checkpoint() if self._guarded else None
+
+    def _rollback(self, saved: object) -> None:
+        if saved is not None:
+            self._policy.rollback(saved)
+
     # ------------------------------------------------------------------ stores
 
     def prepare_store(self, keys: Sequence[Key]) -> PrepareStoreOutput | None:
         """Make room for the absent keys and mark them PENDING.
 
-        Post: see DESIGN.md §4 (fresh slots first, then freed ones LIFO; victims are
-        the policy's, never an input key). Returns None with no change when the
-        policy cannot supply enough victims. Raises `InvalidArgumentError` /
-        `DuplicateKeysError` for a bad batch, with no change.
-        Complexity: O(len(keys) + victims + protected keys skipped).
+        Post: the ABSENT input keys, in order, each with a slot (fresh ids first, then
+        freed ids LIFO); victims are the policy's, never an input key, and their slots
+        are freed in victim order. Returns None with no change when the policy cannot
+        supply enough victims. Raises `InvalidArgumentError` / `DuplicateKeysError`
+        for a bad batch, with no change.
+        Complexity: O(len(keys) + victims (+ protected keys skipped, LRU)).
         """
         batch, protected = check_keys(keys)
         blocks = self._blocks
@@ -132,75 +192,141 @@ class CPUOffloadingManager(ManagerCore):
         count = len(to_store)
         if not count:
             return PrepareStoreOutput([], [], [])
-        lru = self._lru
-        if lru is None:
-            return self._prepare_store_generic(to_store, protected)
-        free = self._free
-        need = count - (self._num_blocks - self._high_water) - len(free)
-        evicted: list[Key] = []
-        records: list[BlockStatus] = []
-        if need > 0:
-            if need > self._num_evictable:
-                return None
-            victims = self._policy.evict(need, protected)
-            if victims is None:
-                return None
-            evicted = [key for key, _ in victims]
-            records = [block for _, block in victims]
-            free.extend([block.block_id for block in records])
-            self._num_evictable -= need
-            if self._events is not None:
-                self._events.append(OffloadingEvent(tuple(evicted), True))
-        slots = self._take_slots(count)
-        # The victims' records (unlinked, out of `blocks`, referenced nowhere else) are
-        # reset for the first new keys instead of allocating new ones: no allocation,
-        # and no growth of the collector's old generation, per stored key.
-        reused = len(records)
-        for block, key, slot in zip(records, to_store, slots, strict=False):
-            block.ref_cnt = -1
-            block.key = key
-            block.block_id = slot
-        records += map(BlockStatus, slots[reused:], to_store[reused:])
-        blocks.update(zip(to_store, records, strict=True))
+        slots = self._slots
+        need = count - (slots.capacity - slots.high_water) - len(slots.freed)
+        if need > self._num_evictable:
+            return None  # fewer idle blocks than victims needed: no policy can help
+        policy = self._policy
+        guarded = self._guarded
+        saved = policy.checkpoint() if guarded else None
+        mark = slots.mark(count) if guarded else None
+        victims: list[tuple[Key, BlockStatus]] = []
+        try:
+            if need > 0:
+                chosen = policy.evict(need, protected)
+                if chosen is None:
+                    return None
+                victims = self._accept(chosen, need, protected) if guarded else chosen
+                if self._own_table:
+                    for key, _ in victims:
+                        del blocks[key]
+            ids = slots.take(count, [block.block_id for _, block in victims])
+            # Victims' records are referenced nowhere any more (`_reuse`): reset them
+            # for the first new keys instead of allocating (no per-key allocation).
+            records = [block for _, block in victims] if self._reuse else []
+            del records[count:]
+            for block, key, slot in zip(records, to_store, ids, strict=False):
+                block.ref_cnt = -1
+                block.key = key
+                block.block_id = slot
+            reused = len(records)
+            records += map(BlockStatus, ids[reused:], to_store[reused:])
+            if self._own_table:
+                blocks.update(zip(to_store, records, strict=True))
+            policy.stored(to_store, records)
+        except BaseException:
+            if mark is not None:
+                self._undo_store(to_store, victims, mark, saved)
+            raise
+        evicted = [key for key, _ in victims]
+        self._num_evictable -= len(victims)
         self._num_pending += count
-        return PrepareStoreOutput(to_store, slots, evicted)
+        if victims and self._events is not None:
+            self._events.append(OffloadingEvent(tuple(evicted), True))
+        return PrepareStoreOutput(to_store, ids, evicted)
+
+    def _undo_store(self, to_store: list[Key], victims: list[tuple[Key, BlockStatus]],
+                    mark: SlotMark, saved: object) -> None:
+        """Undo a `prepare_store` whose policy raised: table, slots, then the policy."""
+        if self._own_table:
+            blocks = self._blocks
+            for key in to_store:
+                blocks.pop(key, None)
+            blocks.update(victims)
+        self._slots.restore(mark)
+        self._rollback(saved)
+
+    def _accept(
+        self, chosen: object, need: int, protected: Set[Key]
+    ) -> list[tuple[Key, BlockStatus]]:
+        """A pluggable policy's victims, checked: `need` distinct, idle, unprotected
+        resident keys with their own records; else `InvariantViolationError`
+        ("policy_evict_contract")."""
+        if not isinstance(chosen, list) or len(chosen) != need:
+            raise InvariantViolationError(
+                ["policy_evict_contract"], f"asked for {need} victims, got {chosen!r}"
+            )
+        seen: set[Key] = set()
+        blocks = self._blocks
+        for item in chosen:
+            ok = isinstance(item, tuple) and len(item) == 2
+            if ok:
+                key, block = item
+                ok = (
+                    isinstance(block, BlockStatus)
+                    and key not in seen
+                    and key not in protected
+                    and (blocks.get(key) is block if self._own_table else block.key == key)
+                    and block.ref_cnt == 0
+                )
+            if not ok:
+                raise InvariantViolationError(
+                    ["policy_evict_contract"],
+                    f"victim {item!r} is not an idle, unprotected resident block",
+                )
+            seen.add(key)
+        return chosen
 
     def complete_store(self, keys: Sequence[Key], success: bool = True) -> list[Key]:
         """PENDING keys become READY (success) or ABSENT (failure); others are ignored.
 
-        Post: on success each acted key is evictable (most-recent end, in key order)
-        and one `removed=False` event lists them; on failure their slots are freed in
-        key order. Returns the acted keys in input order. Complexity: O(len(keys)).
+        Post: on success each acted key is evictable (for the LRU: at the most-recent
+        end, in key order) and one `removed=False` event lists them; on failure their
+        slots are freed in key order. Returns the acted keys in input order.
+        Complexity: O(len(keys)).
         """
         batch, _ = check_keys_and_success(keys, success)
-        lru = self._lru
-        if lru is None:
-            return self._complete_store_generic(batch, success)
         get = self._blocks.get
         acted: list[Key] = []
+        records: list[BlockStatus] = []
+        ready = 0 if success else -1  # the ref count an acted key ends the loop with
+        for key in batch:
+            block = get(key)
+            if block is not None and block.ref_cnt < 0:
+                block.ref_cnt = ready
+                acted.append(key)
+                records.append(block)
+        if not acted:
+            return acted
+        policy = self._policy
+        saved = policy.checkpoint() if self._guarded else None
         if success:
-            ready: list[BlockStatus] = []
-            for key in batch:
-                block = get(key)
-                if block is not None and block.ref_cnt < 0:
-                    block.ref_cnt = 0
-                    ready.append(block)
-                    acted.append(key)
-            link_last(lru, ready)  # the most-recent end, in key order
-            if acted:
-                self._num_pending -= len(acted)
-                self._num_evictable += len(acted)
-                if self._events is not None:
-                    self._events.append(OffloadingEvent(tuple(acted), False))
+            try:
+                self._unpin(records)
+            except BaseException:
+                for block in records:
+                    block.ref_cnt = -1
+                self._rollback(saved)
+                raise
+            self._num_evictable += len(acted)
+            if self._events is not None:
+                self._events.append(OffloadingEvent(tuple(acted), False))
         else:
-            blocks, free = self._blocks, self._free
-            for key in batch:
-                block = get(key)
-                if block is not None and block.ref_cnt < 0:
+            blocks, slots = self._blocks, self._slots
+            mark = slots.mark(0)
+            if self._own_table:
+                for key in acted:
                     del blocks[key]
-                    free.append(block.block_id)
-                    acted.append(key)
-            self._num_pending -= len(acted)
+            slots.release([block.block_id for block in records])
+            try:
+                policy.aborted(records)
+            except BaseException:
+                if self._own_table:
+                    blocks.update(zip(acted, records, strict=True))
+                slots.restore(mark)
+                self._rollback(saved)
+                raise
+        self._num_pending -= len(acted)
         return acted
 
     # ------------------------------------------------------------------ loads
@@ -214,66 +340,71 @@ class CPUOffloadingManager(ManagerCore):
         Complexity: O(len(keys)).
         """
         batch, _ = check_keys(keys)
-        lru = self._lru
-        if lru is None:
-            return self._prepare_load_generic(batch)
         get = self._blocks.get
         slots: list[int] = []
-        pinned: list[BlockStatus] = []
+        flipped: list[BlockStatus] = []
         for key in batch:
             block = get(key)
             if block is None or block.ref_cnt < 0:
-                self._unpin(batch, len(slots))
+                self._shift(batch[:len(slots)], -1)  # undo the keys before it
                 raise refusal(key, block, CpuEvent.LOAD_BEGIN)
             ref = block.ref_cnt
             block.ref_cnt = ref + 1
             if not ref:
-                pinned.append(block)
+                flipped.append(block)
             slots.append(block.block_id)
-        if pinned:
-            unlink(pinned)
-            self._num_evictable -= len(pinned)
+        if flipped:
+            if self._guarded:
+                self._guarded_flips(self._pin, flipped, batch, +1)
+            else:
+                self._pin(flipped)
+            self._num_evictable -= len(flipped)
         return slots
-
-    def _unpin(self, batch: Sequence[Key], done: int) -> None:
-        """Undo the ref increments of the first `done` keys of a refused prepare_load."""
-        blocks = self._blocks
-        for key in batch[:done]:
-            blocks[key].ref_cnt -= 1
 
     def complete_load(self, keys: Sequence[Key]) -> None:
         """Unpin every key once.
 
         Pre: every key LOADING (ABSENT: `BlockNotFoundError`, READY or PENDING:
         `NotLoadingError`; the first offending key decides, nothing changes).
-        Post: each ref_cnt - 1; keys reaching 0 become evictable in key order
-        (most-recent end). Complexity: O(len(keys)).
+        Post: each ref_cnt - 1; keys reaching 0 become evictable in key order (for
+        the LRU: at the most-recent end). Complexity: O(len(keys)).
         """
         batch, _ = check_keys(keys)
-        lru = self._lru
-        if lru is None:
-            self._complete_load_generic(batch)
-            return
         get = self._blocks.get
-        idle: list[BlockStatus] = []
+        flipped: list[BlockStatus] = []
         for done, key in enumerate(batch):
             block = get(key)
             if block is None or block.ref_cnt <= 0:
-                self._repin(batch, done)
+                self._shift(batch[:done], +1)  # undo the keys before it
                 raise refusal(key, block, CpuEvent.LOAD_END)
             ref = block.ref_cnt - 1
             block.ref_cnt = ref
             if not ref:
-                idle.append(block)
-        if idle:
-            link_last(lru, idle)  # the most-recent end, in key order
-            self._num_evictable += len(idle)
+                flipped.append(block)
+        if flipped:
+            if self._guarded:
+                self._guarded_flips(self._unpin, flipped, batch, -1)
+            else:
+                self._unpin(flipped)
+            self._num_evictable += len(flipped)
 
-    def _repin(self, batch: Sequence[Key], done: int) -> None:
-        """Undo the ref decrements of the first `done` keys of a refused complete_load."""
+    def _shift(self, keys: Sequence[Key], delta: int) -> None:
+        """Add `delta` to the ref count of each (resident) key. Complexity: O(len(keys))."""
         blocks = self._blocks
-        for key in batch[:done]:
-            blocks[key].ref_cnt += 1
+        for key in keys:
+            blocks[key].ref_cnt += delta
+
+    def _guarded_flips(self, report: Callable[[list[BlockStatus]], None],
+                       flipped: list[BlockStatus], batch: Sequence[Key], delta: int) -> None:
+        """`report(flipped)` for a policy that may fail: if it raises, every key of
+        the batch has its ref change `delta` undone and the policy is restored."""
+        saved = self._policy.checkpoint()
+        try:
+            report(flipped)
+        except BaseException:
+            self._shift(batch, -delta)
+            self._policy.rollback(saved)
+            raise
 
     # ------------------------------------------------------------------ hints, reset, events
 
@@ -281,22 +412,17 @@ class CPUOffloadingManager(ManagerCore):
         """A recency hint handed to the policy (LRU: keys walked in reverse).
 
         Never raises on bad input: a malformed batch and unhashable keys are ignored
-        (a policy hook that raises is undone and its exception re-raised).
+        (a policy that raises is restored and its exception re-raised).
         Complexity: O(len(keys)).
         """
-        policy = self._policy
-        if self._lru is not None:  # the LRU's touch filters unhashable keys itself
-            policy.touch(keys if type(keys) is list or type(keys) is tuple else touch_keys(keys))
-            return
-        seq = touch_keys(keys)
-        if not self._guarded:
-            policy.touch(seq)
-            return
-        saved = policy.checkpoint()
+        # Built-in policies skip unhashable keys themselves; others get them filtered.
+        plain = type(keys) is list or type(keys) is tuple
+        seq = keys if plain and not self._guarded else touch_keys(keys)
+        saved = self._checkpoint()
         try:
-            policy.touch(seq)
+            self._policy.touch(seq)
         except BaseException:
-            policy.rollback(saved)
+            self._rollback(saved)
             raise
 
     def reset_cache(self) -> None:
@@ -304,20 +430,15 @@ class CPUOffloadingManager(ManagerCore):
 
         Complexity: O(n).
         """
-        policy = self._policy
-        if self._guarded:
-            saved = policy.checkpoint()
-            try:
-                policy.clear()
-            except BaseException:
-                policy.rollback(saved)
-                raise
-        else:
-            policy.clear()
-        if self._lru is None:
+        saved = self._checkpoint()
+        try:
+            self._policy.clear()
+        except BaseException:
+            self._rollback(saved)
+            raise
+        if self._own_table:
             self._blocks.clear()
-        self._free.clear()
-        self._high_water = 0
+        self._slots.reset()
         self._num_evictable = 0
         self._num_pending = 0
 
@@ -345,8 +466,8 @@ class CPUOffloadingManager(ManagerCore):
                 BlockEntry(key, state_of_ref(block.ref_cnt), block.ref_cnt, block.block_id)
                 for key, block in self._blocks.items()
             ),
-            free_stack=tuple(self._free),
-            high_water=self._high_water,
+            free_stack=tuple(self._slots.freed),
+            high_water=self._slots.high_water,
             num_evictable=self._num_evictable,
             num_pending=self._num_pending,
             pending_events=tuple(self._events or ()),
@@ -356,13 +477,15 @@ class CPUOffloadingManager(ManagerCore):
     def check_invariants(self) -> None:
         """Check every named invariant and the internal bookkeeping.
 
-        Raises `InvariantViolationError` naming the violated invariant(s): ref counts,
-        the model's snapshot invariants (`model.invariants.check_snapshot`), the
-        counters against the blocks and the evictable list, slot ids, the policy's
-        own `check_invariants`, and that manager and policy track the same records.
+        Raises `InvariantViolationError` naming the violated invariant(s): ref counts
+        and slot ids of the records, the model's snapshot invariants
+        (`evictable.model.invariants.check_snapshot`: counters, slot partition,
+        capacity, the policy's lists), that the policy holds exactly the manager's
+        records, and the policy's own `check_invariants`.
         Complexity: O(n).
         """
         blocks = self._blocks
+        high = self._slots.high_water
         for key, block in blocks.items():
             if not isinstance(block, BlockStatus):
                 raise InvariantViolationError(["block_record"], f"{key!r} -> {block!r}")
@@ -370,7 +493,7 @@ class CPUOffloadingManager(ManagerCore):
                 raise InvariantViolationError(
                     ["ref_at_least_minus_one"], f"{key!r} has ref {block.ref_cnt!r}"
                 )
-            if type(block.block_id) is not int or not 0 <= block.block_id < self._high_water:
+            if type(block.block_id) is not int or not 0 <= block.block_id < high:
                 raise InvariantViolationError(
                     ["slot_partition"], f"{key!r} has slot {block.block_id!r}"
                 )
@@ -378,29 +501,11 @@ class CPUOffloadingManager(ManagerCore):
         if violated:
             raise InvariantViolationError(violated)
         policy = self._policy
-        if self._lru is not None:
-            if not (
-                isinstance(policy, LRUCachePolicy)
-                and policy.blocks is blocks
-                and policy.ring is self._lru
-            ):
-                raise InvariantViolationError(["fast_path_shares_policy_state"])
-            listed = sum(1 for _ in policy.listed())
-            if listed != self._num_evictable:
+        if not self._own_table and policy.shared_table() is not blocks:
+            raise InvariantViolationError(["policy_tracks_blocks"], "the shared table moved")
+        for key, block in blocks.items():
+            if policy.get(key) is not block:
                 raise InvariantViolationError(
-                    ["counters_match"],
-                    f"{listed} evictable listed, counter {self._num_evictable}",
+                    ["policy_tracks_blocks"], f"policy does not hold {key!r}'s record"
                 )
-        else:
-            for key, block in blocks.items():
-                if policy.get(key) is not block:
-                    raise InvariantViolationError(
-                        ["policy_tracks_blocks"], f"policy does not hold {key!r}'s record"
-                    )
-            if isinstance(policy, LRUCachePolicy) and len(policy.blocks) != len(blocks):
-                raise InvariantViolationError(
-                    ["policy_tracks_blocks"], "the policy holds keys the manager does not"
-                )
-        if len(blocks) > self._num_blocks:
-            raise InvariantViolationError(["capacity"])
         policy.check_invariants()

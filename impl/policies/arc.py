@@ -117,6 +117,8 @@ class ARCCachePolicy(CachePolicy):
 
     name = "arc"
 
+    releases_evicted_records = True
+
     def __init__(self, cache_capacity: int) -> None:
         if (
             isinstance(cache_capacity, bool)

@@ -5,13 +5,23 @@ owns ref counts and slots and tells the policy, through `mark_evictable` /
 `mark_non_evictable`, exactly when a block's ref count enters or leaves 0 (the
 hooks derived from the lifecycle table). Policies that keep a dedicated list of
 evictable blocks (the fast LRU, ARC) use those hooks; others may ignore them.
+
+**Batches.** The manager validates a whole call, updates its records (ref counts,
+slots), and then reports the call's lifecycle changes to the policy as one batch
+per kind (the records concerned): `stored` (keys became PENDING), `aborted`
+(failed stores), `became_evictable` (ref counts reached 0) and `became_pinned`
+(ref counts left 0). The defaults call the
+per-key method for each key, in key order, exactly as the model does; a policy may
+override a batch method with a faster equivalent (the LRU does). If a policy method
+raises, the manager restores its own records and the policy (`checkpoint` /
+`rollback`) and re-raises: the call changes nothing.
 """
 
 from __future__ import annotations
 
 import copy
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Set
+from collections.abc import Iterable, Iterator, Sequence, Set
 from typing import ClassVar, cast
 
 from evictable.impl.block import BlockStatus, sharing_records
@@ -26,6 +36,10 @@ class CachePolicy(ABC):
     __slots__ = ("cache_capacity",)
 
     name: ClassVar[str] = "abstract"
+
+    releases_evicted_records: ClassVar[bool] = False
+    """True when the policy keeps no reference to a record once `evict` returned it
+    (or `remove` dropped it): the manager may then reuse the record for a new key."""
 
     def __init__(self, cache_capacity: int) -> None:
         self.cache_capacity = cache_capacity
@@ -59,6 +73,41 @@ class CachePolicy(ABC):
 
     def mark_non_evictable(self, key: Key) -> None:  # noqa: B027 - optional hook
         """The key's ref count just went 0 -> 1. Default: nothing."""
+
+    # ------------------------------------------------------------ batches
+
+    def shared_table(self) -> dict[Key, BlockStatus] | None:
+        """The policy's own dict of exactly the resident keys' records, or None.
+
+        A policy that files every resident record in one dict, and keeps it in step
+        with `stored`, `aborted`, `evict` and `clear` itself, may offer it: the
+        manager then reads it as its own key table instead of keeping a second one.
+        Default: None (the manager keeps its own). Complexity: O(1).
+        """
+        return None
+
+    def stored(self, keys: Sequence[Key], blocks: Sequence[BlockStatus]) -> None:
+        """New PENDING keys and their records (`blocks[i].key == keys[i]`), in key
+        order: `insert` each. Complexity: O(len(keys)) calls of `insert`."""
+        for key, block in zip(keys, blocks, strict=True):
+            self.insert(key, block)
+
+    def aborted(self, blocks: Sequence[BlockStatus]) -> None:
+        """Failed stores (PENDING keys that left), in key order: `remove` each."""
+        for block in blocks:
+            self.remove(block.key)
+
+    def became_evictable(self, blocks: Sequence[BlockStatus]) -> None:
+        """Records whose ref count just reached 0, in key order: `mark_evictable` each."""
+        for block in blocks:
+            self.mark_evictable(block.key)
+
+    def became_pinned(self, blocks: Sequence[BlockStatus]) -> None:
+        """Records whose ref count just left 0, in key order: `mark_non_evictable` each."""
+        for block in blocks:
+            self.mark_non_evictable(block.key)
+
+    # ------------------------------------------------------------ undo
 
     def checkpoint(self) -> object:
         """Capture the policy's state so that `rollback` can restore it exactly.

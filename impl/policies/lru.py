@@ -20,13 +20,14 @@ O(victims + protected keys skipped), however many blocks are pinned. One hash
 table per block (not a dict plus an `OrderedDict`) is what keeps a large cache
 fast: an eviction touches the victim's record and one dict entry, nothing else.
 
-Fast-path protocol: `impl.manager.CPUOffloadingManager` recognises an instance of
-exactly this class and updates `blocks` and the list itself (`link_last` and
-`unlink` over each batch's records, no per-key method call), with the same effect
-as calling `insert`, `remove`, `mark_evictable` and `mark_non_evictable`.
-Subclasses (e.g. with extra behaviour in a hook) go through the methods. Code
-other than the manager should treat both structures as read-only and read the list
-through `listed()`.
+The manager's batches (`impl.policies.base`): this class offers its `blocks` dict as
+the manager's key table (`shared_table`), and implements `stored`, `aborted`,
+`became_evictable` and `became_pinned` as one dict update or one `link_last` /
+`unlink` over the batch's records, with no per-key method call -- the same effect as
+calling `insert`, `remove`, `mark_evictable` and `mark_non_evictable` key by key.
+A subclass gets the per-key calls (so a subclass's override of a per-key method is
+always honoured). Code other than the manager should treat both structures as
+read-only and read the list through `listed()`.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ from evictable.model.types import Key, LruPolicySnapshot
 from evictable.model.validate import touch_keys
 
 __all__ = ["LRUCachePolicy", "link_last", "unlink"]
+
+_BATCH_METHODS = ("stored", "aborted", "became_evictable", "became_pinned")
+"""The batch methods this class implements without per-key calls (see the module doc)."""
 
 
 def _new_ring() -> BlockStatus:
@@ -62,9 +66,9 @@ def link_last(ring: BlockStatus, records: Iterable[BlockStatus]) -> None:
         ring.prev = block
 
 
-def unlink(records: Iterable[BlockStatus]) -> None:
-    """Take listed records out of the list (links back to None). Complexity: O(records)."""
-    for block in records:
+def unlink(blocks: Iterable[BlockStatus]) -> None:
+    """Take listed records out of the list (links back to None). Complexity: O(blocks)."""
+    for block in blocks:
         before, after = block.prev, block.next
         before.next = after  # type: ignore[union-attr]
         after.prev = before  # type: ignore[union-attr]
@@ -78,6 +82,8 @@ class LRUCachePolicy(CachePolicy):
 
     name = "lru"
 
+    releases_evicted_records = True
+
     def __init__(self, cache_capacity: int) -> None:
         super().__init__(cache_capacity)
         self.blocks: dict[Key, BlockStatus] = {}
@@ -86,6 +92,35 @@ class LRUCachePolicy(CachePolicy):
     def get(self, key: Key) -> BlockStatus | None:
         """The key's block, or None. No recency change. Complexity: O(1)."""
         return self.blocks.get(key)
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        """A subclass gets the per-key batch methods of `CachePolicy` (unless it
+        defines its own), so that its overrides of the per-key methods are called."""
+        super().__init_subclass__(**kwargs)
+        for name in _BATCH_METHODS:
+            if name not in cls.__dict__:
+                setattr(cls, name, getattr(CachePolicy, name))
+
+    def shared_table(self) -> dict[Key, BlockStatus]:
+        """`blocks`: the manager reads it as its key table. Complexity: O(1)."""
+        return self.blocks
+
+    def stored(self, keys: Sequence[Key], blocks: Sequence[BlockStatus]) -> None:
+        """File new PENDING records (not listed). Complexity: O(len(keys))."""
+        self.blocks.update(zip(keys, blocks, strict=True))
+
+    def aborted(self, blocks: Sequence[BlockStatus]) -> None:
+        """Drop failed stores (PENDING, so not listed). Complexity: O(len(blocks))."""
+        table = self.blocks
+        for block in blocks:
+            del table[block.key]
+
+    def became_evictable(self, blocks: Sequence[BlockStatus]) -> None:
+        """Link the records at the most-recent end, in key order. Complexity: O(len)."""
+        link_last(self.ring, blocks)
+
+    became_pinned = staticmethod(unlink)
+    """Take the records out of the evictable list: `unlink`. Complexity: O(len(blocks))."""
 
     def listed(self) -> Iterator[BlockStatus]:
         """The evictable records, least recent first. Complexity: O(1) per record."""

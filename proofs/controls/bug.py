@@ -1,4 +1,4 @@
-"""The record describing one seeded bug."""
+"""The record describing one seeded bug, and how a broken policy becomes a factory."""
 
 from __future__ import annotations
 
@@ -6,13 +6,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BUDGET", "SEED", "SeededBug", "assert_engine_catches"]
+from evictable.impl.manager import CPUOffloadingManager
+from evictable.impl.policies.base import CachePolicy
+from evictable.impl.policies.factory import register_policy
 
-BUDGET = {"examples": 400, "steps": 40}
-"""An upper bound on one run, not its expected cost."""
+__all__ = ["Factory", "SeededBug", "with_policy"]
 
-SEED = 20261129
-"""Fixed: the suite is reproducible (CI derandomizes as well)."""
+Factory = Callable[[int, str, bool], Any]
+"""`(num_blocks, policy, enable_events) -> manager` (the conformance adapter protocol)."""
 
 
 @dataclass(frozen=True)
@@ -21,32 +22,24 @@ class SeededBug:
 
     `factory(num_blocks, policy, enable_events)` builds the broken manager. `faults`
     says whether the engine should inject policy-hook faults: needed for bugs that
-    only show when a policy raises, off for bugs on the LRU fast path (a
-    fault-injecting policy is a subclass, which takes the generic path).
+    only show when a policy raises.
     """
 
     name: str
     summary: str
-    factory: Callable[[int, str, bool], Any]
+    factory: Factory
     faults: bool = False
 
 
-def assert_engine_catches(bug: SeededBug, policy: str) -> None:
-    """Run the conformance engine on `bug` and require a divergence with a trace.
+def with_policy(base: str, registered: str, cls: type[CachePolicy]) -> Factory:
+    """Register the broken policy `cls` as `registered`; a factory of unmodified
+    managers that use it wherever `base` is asked for (other names pass through, so
+    unknown names are still refused)."""
+    register_policy(registered, cls)
 
-    Prints (see it with `pytest -s`) in which example and after how many steps the
-    bug was caught and the length of the shortened trace.
-    """
-    from evictable.proofs.lockstep.conformance import run_conformance
+    def factory(num_blocks: int, policy: str, enable_events: bool) -> CPUOffloadingManager:
+        return CPUOffloadingManager(num_blocks, registered if policy == base else policy,
+                                    enable_events)
 
-    record = run_conformance(
-        bug.factory, policy, seed=SEED, inject_faults=bug.faults, **BUDGET
-    )
-    print(
-        f"\n{bug.name}: caught in example {record.first_failure_example} after "
-        f"{record.first_failure_steps} steps ({record.seconds:.2f}s incl. shrinking); "
-        f"shortest trace {len(record.trace.splitlines())} lines: {record.reason}"
-    )
-    assert record.status == "failed", record.text()
-    assert record.first_failure_example is not None
-    assert record.trace.startswith("m = factory(")
+    factory.__qualname__ = factory.__name__ = f"with_{registered.replace('-', '_')}"
+    return factory

@@ -1,4 +1,4 @@
-"""Seeded broken free queues and block pools: the negative controls of GPU conformance.
+"""Seeded broken free queues, block pools and lazy scanners (the GPU side's controls).
 
 Each is a small, realistic deviation from `impl/` (several are what vLLM does): the
 lock-step machines of `proofs/gpu_conformance.py` must refute every one of them.
@@ -10,9 +10,10 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 
 from evictable.impl.block_pool import BlockPool
 from evictable.impl.free_queue import Cursor, FreeKVCacheBlockQueue, KVCacheBlock, _Epoch
+from evictable.impl.lazy_offload import LazyOffloadScanner
 from evictable.model.errors import BlockAlreadyLinkedError, RefCountUnderflowError
 
-__all__ = ["SEEDED_POOLS", "SEEDED_QUEUES"]
+__all__ = ["SEEDED_POOLS", "SEEDED_QUEUES", "RefCountScanner"]
 
 
 class _LinkOnlyCursor(FreeKVCacheBlockQueue):
@@ -183,3 +184,15 @@ SEEDED_POOLS: dict[str, Callable[[int], BlockPool]] = {
     "touch_skips_queue": _TouchSkipsQueue,
     "caches_free_block": _CachesFreeBlock,
 }
+
+
+class RefCountScanner(LazyOffloadScanner):
+    """Deliberately broken (a negative control): trusts a cursor whose block has
+    ref_cnt 0 and is linked, wherever it is now -- vLLM's rule."""
+
+    def step(self) -> list[KVCacheBlock]:
+        c = self._cursor
+        if c is not None and c.block.ref_cnt == 0 and \
+                c.block.owner is self.pool.free_block_queue:
+            self._cursor = Cursor(c.block, c.block.link_generation)
+        return super().step()

@@ -1,22 +1,87 @@
-"""Seeded bugs in the manager: subclasses of `CPUOffloadingManager` with one mistake each.
+"""Deliberately broken CPU offloading managers, each with one realistic mistake.
 
-Where the mistake is a missing statement, the subclass either re-states the method
-without that statement or undoes the statement's effect right after `super()` --
-the observable behaviour is exactly the buggy manager's.
+Where the mistake is a missing statement, the variant either re-states the method
+without that statement or undoes the statement's effect right after `super()`, so
+its observable behaviour is exactly the buggy manager's.
+
+`key_by_key(factory, method)` is the one non-atomic variant of any adapter: the
+method handles its keys one call per key, so a refused key leaves the keys before it
+changed (what a loop over vLLM's manager with an assert inside does). The seeded
+bugs, the explorer's and the conformance engine's negative controls and the worked
+example of docs/conformance.md all use it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
-from evictable.impl.manager import CPUOffloadingManager
-from evictable.impl.manager_core import refusal
+from evictable.impl.manager import CPUOffloadingManager, refusal
+from evictable.impl.slots import SlotAllocator
 from evictable.model.lifecycle import CpuEvent
 from evictable.model.types import Key, PrepareStoreOutput
 from evictable.model.validate import check_keys
-from evictable.proofs.controls.bug import SeededBug
+from evictable.proofs.controls.bug import Factory, SeededBug
 
-__all__ = ["MANAGER_BUGS"]
+__all__ = [
+    "MANAGER_BUGS",
+    "KeyByKey",
+    "key_by_key",
+    "non_atomic_complete_load",
+    "non_atomic_prepare_load",
+]
+
+
+class KeyByKey:
+    """An adapter whose `method` takes its keys one call at a time (broken on purpose).
+
+    The argument's shape and duplicates are still checked up front, so the only
+    deviation is atomicity: a batch whose second key is refused raises after the
+    first key was already handled, and that change stays.
+    """
+
+    def __init__(self, inner: Any, method: str) -> None:
+        self._inner = inner
+        self._method = method
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # not on the wrapper itself (e.g. while unpickling)
+            raise AttributeError(name)
+        if name == self._method:
+            return self._one_by_one
+        return getattr(self._inner, name)
+
+    def _one_by_one(self, keys: Sequence[Key]) -> Any:
+        batch, _ = check_keys(keys)
+        call = getattr(self._inner, self._method)
+        if not batch:
+            return call([])
+        results = [call([key]) for key in batch]
+        if all(r is None for r in results):
+            return None
+        return [x for r in results for x in r]
+
+
+def key_by_key(factory: Factory, method: str) -> Factory:
+    """`factory`, broken: its adapters' `method` is no longer all-or-nothing."""
+
+    def broken(num_blocks: int, policy: str, enable_events: bool) -> KeyByKey:
+        return KeyByKey(factory(num_blocks, policy, enable_events), method)
+
+    broken.__qualname__ = broken.__name__ = f"key_by_key_{method}"
+    return broken
+
+
+def non_atomic_prepare_load(num_blocks: int, policy: str, enable_events: bool) -> KeyByKey:
+    """The implementation with a key-by-key `prepare_load`: a refused key leaves the
+    keys before it pinned (vLLM's assert-in-the-loop leak)."""
+    return KeyByKey(CPUOffloadingManager(num_blocks, policy, enable_events), "prepare_load")
+
+
+def non_atomic_complete_load(num_blocks: int, policy: str, enable_events: bool) -> KeyByKey:
+    """The implementation with a key-by-key `complete_load`: a refused key leaves the
+    keys before it released."""
+    return KeyByKey(CPUOffloadingManager(num_blocks, policy, enable_events), "complete_load")
 
 
 class MissedMarkEvictableOnLoadEnd(CPUOffloadingManager):
@@ -25,51 +90,36 @@ class MissedMarkEvictableOnLoadEnd(CPUOffloadingManager):
 
     def complete_load(self, keys: Sequence[Key]) -> None:
         batch, _ = check_keys(keys)
-        blocks = self._blocks
         for key in batch:
-            block = blocks.get(key)
+            block = self._blocks.get(key)
             if block is None or block.ref_cnt <= 0:
                 raise refusal(key, block, CpuEvent.LOAD_END)
         for key in batch:
-            block = blocks[key]
+            block = self._blocks[key]
             block.ref_cnt -= 1
             if block.ref_cnt == 0:
-                self._num_evictable += 1  # BUG: no mark_evictable / append to the list
+                self._num_evictable += 1  # BUG: the policy is never told (mark_evictable)
 
 
-class NonAtomicPrepareLoad(CPUOffloadingManager):
-    """`prepare_load` pins keys one by one and checks each as it goes: a refused key
-    leaves the keys before it pinned (vLLM's assert-in-the-loop leak)."""
-
-    def prepare_load(self, keys: Sequence[Key]) -> list[int]:
-        batch, _ = check_keys(keys)
-        lru = self._lru
-        if lru is None:
-            return super().prepare_load(keys)
-        slots: list[int] = []
-        for key in batch:
-            block = self._blocks.get(key)
-            if block is None or block.ref_cnt < 0:
-                raise refusal(key, block, CpuEvent.LOAD_BEGIN)  # BUG: earlier pins stay
-            if block.ref_cnt == 0:
-                del lru[key]
-                self._num_evictable -= 1
-            block.ref_cnt += 1
-            slots.append(block.block_id)
+class _FifoSlots(SlotAllocator):
+    def take(self, count: int, released: Iterable[int] = ()) -> list[int]:
+        self.freed.extend(released)
+        fresh = min(count, self.capacity - self.high_water)
+        slots = list(range(self.high_water, self.high_water + fresh))
+        self.high_water += fresh
+        rest = count - fresh
+        slots += self.freed[:rest]  # BUG: takes from the bottom of the free stack
+        del self.freed[:rest]
         return slots
 
 
 class FifoSlotReuse(CPUOffloadingManager):
     """Freed slots are reused oldest-first (a queue) instead of LIFO (a stack)."""
 
-    def _take_slots(self, count: int) -> list[int]:
-        fresh = min(count, self._num_blocks - self._high_water)
-        slots = list(range(self._high_water, self._high_water + fresh))
-        self._high_water += fresh
-        rest = count - fresh
-        slots += self._free[:rest]  # BUG: pops from the bottom of the free stack
-        del self._free[:rest]
-        return slots
+    def __init__(self, num_blocks: int, policy: str = "lru", enable_events: bool = False
+                 ) -> None:
+        super().__init__(num_blocks, policy, enable_events)
+        self._slots = _FifoSlots(self._num_blocks)
 
 
 class CounterDriftOnEviction(CPUOffloadingManager):
@@ -88,7 +138,7 @@ class FailedStoreKeepsSlot(CPUOffloadingManager):
     def complete_store(self, keys: Sequence[Key], success: bool = True) -> list[Key]:
         acted = super().complete_store(keys, success)
         if not success and acted:
-            del self._free[-len(acted):]  # BUG: the slots never reach the free stack
+            del self._slots.freed[-len(acted):]  # BUG: the slots never reach the stack
         return acted
 
 
@@ -102,16 +152,17 @@ class NoPolicyRollbackOnFault(CPUOffloadingManager):
         self._guarded = False  # BUG: no policy checkpoint, so no rollback
 
 
+def _bug(name: str, cls: Callable[..., Any], faults: bool = False) -> SeededBug:
+    return SeededBug(name, cls.__doc__ or "", cls, faults=faults)
+
+
 MANAGER_BUGS: tuple[SeededBug, ...] = (
-    SeededBug("missed_mark_evictable_on_load_end", MissedMarkEvictableOnLoadEnd.__doc__ or "",
-              MissedMarkEvictableOnLoadEnd),
-    SeededBug("non_atomic_prepare_load", NonAtomicPrepareLoad.__doc__ or "",
-              NonAtomicPrepareLoad),
-    SeededBug("fifo_slot_reuse", FifoSlotReuse.__doc__ or "", FifoSlotReuse),
-    SeededBug("counter_drift_on_eviction", CounterDriftOnEviction.__doc__ or "",
-              CounterDriftOnEviction),
-    SeededBug("failed_store_keeps_slot", FailedStoreKeepsSlot.__doc__ or "",
-              FailedStoreKeepsSlot),
-    SeededBug("no_policy_rollback_on_fault", NoPolicyRollbackOnFault.__doc__ or "",
-              NoPolicyRollbackOnFault, faults=True),
+    _bug("missed_mark_evictable_on_load_end", MissedMarkEvictableOnLoadEnd),
+    _bug("non_atomic_prepare_load", non_atomic_prepare_load),
+    _bug("non_atomic_complete_load", non_atomic_complete_load),
+    _bug("fifo_slot_reuse", FifoSlotReuse),
+    _bug("counter_drift_on_eviction", CounterDriftOnEviction),
+    _bug("failed_store_keeps_slot", FailedStoreKeepsSlot),
+    _bug("no_policy_rollback_on_fault", NoPolicyRollbackOnFault, faults=True),
 )
+"""The manager's seeded bugs, in the order the suite reports them."""

@@ -1,24 +1,22 @@
-"""Seeded bugs in the policy: `LRUCachePolicy` subclasses with one mistake each.
+"""Deliberately broken eviction policies (LRU and ARC), each with one realistic mistake.
 
-Each is registered with `impl.policies.factory` under a `seeded-…` name; its factory
-builds an unmodified `CPUOffloadingManager` with that policy in place of "lru"
-(other names pass through, so unknown names are still refused).
+Each is a subclass of the built-in policy, registered with `impl.policies.factory`
+under a `seeded-…` name; its factory builds an unmodified `CPUOffloadingManager`
+that uses it in place of "lru" or "arc" (`bug.with_policy`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Set
-from typing import Any
+from collections.abc import Iterable, Set
 
 from evictable.impl.block import BlockStatus
-from evictable.impl.manager import CPUOffloadingManager
-from evictable.impl.policies.factory import register_policy
+from evictable.impl.policies.arc import ARCCachePolicy
 from evictable.impl.policies.lru import LRUCachePolicy, link_last, unlink
 from evictable.model.types import Key
 from evictable.model.validate import touch_keys
-from evictable.proofs.controls.bug import SeededBug
+from evictable.proofs.controls.bug import SeededBug, with_policy
 
-__all__ = ["POLICY_BUGS"]
+__all__ = ["ARC_BUGS", "POLICY_BUGS"]
 
 
 class TouchMovesPinned(LRUCachePolicy):
@@ -57,21 +55,102 @@ def _move_to_recent_end(ring: BlockStatus, block: BlockStatus) -> None:
     link_last(ring, (block,))
 
 
-def _with_policy(name: str, cls: type[LRUCachePolicy]) -> Callable[[int, str, bool], Any]:
-    register_policy(name, cls)
-
-    def factory(num_blocks: int, policy: str, enable_events: bool) -> CPUOffloadingManager:
-        return CPUOffloadingManager(num_blocks, name if policy == "lru" else policy,
-                                    enable_events)
-
-    return factory
-
-
 POLICY_BUGS: tuple[SeededBug, ...] = (
     SeededBug("touch_moves_pinned", TouchMovesPinned.__doc__ or "",
-              _with_policy("seeded-touch-moves-pinned", TouchMovesPinned)),
+              with_policy("lru", "seeded-touch-moves-pinned", TouchMovesPinned)),
     SeededBug("eviction_ignores_protected", EvictionIgnoresProtected.__doc__ or "",
-              _with_policy("seeded-eviction-ignores-protected", EvictionIgnoresProtected)),
+              with_policy("lru", "seeded-eviction-ignores-protected", EvictionIgnoresProtected)),
     SeededBug("forward_touch", ForwardTouch.__doc__ or "",
-              _with_policy("seeded-forward-touch", ForwardTouch)),
+              with_policy("lru", "seeded-forward-touch", ForwardTouch)),
+)
+
+
+class NoT1Fallback(ARCCachePolicy):
+    """`evict` gives up when T1 is below its target and T2 has no idle entry, although
+    T1 still has idle entries (vLLM's original ARC loop has no T1 fallback)."""
+
+    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
+        t1, taken = len(self.t1), set[Key]()
+        for _ in range(n):
+            pick = None
+            if t1 >= int(self.target_t1_size):
+                pick = _first_idle(self.t1, protected, taken)
+                t1 -= pick is not None
+            if pick is None:
+                pick = _first_idle(self.t2, protected, taken)
+            if pick is None:
+                return None  # BUG: no fallback to T1
+            taken.add(pick)
+        return super().evict(n, protected)
+
+
+class TouchPromotesPending(ARCCachePolicy):
+    """`touch` promotes a T1 key to T2 whatever its state -- a pending (still storing)
+    key too, although a pending key only moves to T1's most-recent end."""
+
+    def touch(self, keys: Iterable[Key]) -> None:
+        for key in reversed(list(keys)):
+            block = self.t1.get(key)
+            if block is not None and not block.is_ready:
+                del self.t1[key]  # BUG: a pending key is promoted like a ready one
+                self.t2[key] = block
+                self._stamp[key] = self._next_stamp()
+            else:
+                super().touch([key])
+
+
+class GhostsNeverTrimmed(ARCCachePolicy):
+    """`evict` appends ghosts to B1/B2 but never trims them to N."""
+
+    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
+        capacity, self.cache_capacity = self.cache_capacity, 1 << 30
+        try:
+            return super().evict(n, protected)  # BUG: trims to "infinity"
+        finally:
+            self.cache_capacity = capacity
+
+
+class EvictableMovesToMru(ARCCachePolicy):
+    """`mark_evictable` re-files the entry at the most-recent end of its list (the easy
+    way to keep the idle index ordered) -- so a load end or a store commit changes
+    the ARC order, which must not move."""
+
+    def mark_evictable(self, key: Key) -> None:
+        in_t1 = key in self.t1
+        placed = self._unplace(key)
+        if placed is not None:  # BUG: position lost
+            self._place_mru(key, placed[0], to_t2=not in_t1, eligible=True)
+
+
+class B2HitGrowsTarget(ARCCachePolicy):
+    """A ghost hit in B2 grows the target like a B1 hit (sign slip), instead of
+    shrinking it."""
+
+    def touch(self, keys: Iterable[Key]) -> None:
+        for key in reversed(list(keys)):
+            if key in self.b2 and key not in self.b1:
+                step = max(1.0, len(self.b1) / len(self.b2))
+                self.target_t1_size = min(self.target_t1_size + step, float(self.cache_capacity))
+                self.b2.move_to_end(key)  # BUG: + instead of -
+            else:
+                super().touch([key])
+
+
+def _first_idle(entries: dict[Key, BlockStatus], protected: Set[Key], taken: Set[Key]) -> Key:
+    return next(
+        (k for k, b in entries.items() if b.ref_cnt == 0 and k not in protected
+         and k not in taken),
+        None,
+    )
+
+
+ARC_BUGS: tuple[SeededBug, ...] = tuple(
+    SeededBug(name, cls.__doc__ or "", with_policy("arc", f"seeded-arc-{name}", cls))
+    for name, cls in (
+        ("no_t1_fallback", NoT1Fallback),
+        ("touch_promotes_pending", TouchPromotesPending),
+        ("ghosts_never_trimmed", GhostsNeverTrimmed),
+        ("evictable_moves_to_mru", EvictableMovesToMru),
+        ("b2_hit_grows_target", B2HitGrowsTarget),
+    )
 )

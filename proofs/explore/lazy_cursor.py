@@ -38,9 +38,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from evictable.impl.free_queue import Cursor, KVCacheBlock
 from evictable.impl.lazy_offload import LazyOffloadScanner
 from evictable.model.lazy_offload import ModelLazyOffload, StartKind, Validation
+from evictable.proofs.controls.gpu import RefCountScanner
 from evictable.proofs.explore.lazy import (
     Bounds,
     Check,
@@ -54,7 +54,7 @@ from evictable.proofs.obligations import Obligation, Outcome, Status, proved, re
 from evictable.proofs.registry import Level
 from evictable.proofs.z3 import lazy as lazy_z3
 
-__all__ = ["BOUNDS", "UNLINK_BOUNDS", "RefCountScanner", "obligations", "search_all"]
+__all__ = ["BOUNDS", "UNLINK_BOUNDS", "obligations", "search_all"]
 
 BOUNDS: dict[str, tuple[Bounds, ...]] = {
     "quick": (Bounds(num_blocks=3, window=1, hashes=("a",), max_ref=1, capacities=(1,)),),
@@ -76,18 +76,6 @@ UNLINK_BOUNDS: dict[str, tuple[Bounds, ...]] = {
     "thorough": BOUNDS["default"],
 }
 """Smaller bounds for the searches with a queue-level unlink (its states multiply)."""
-
-
-class RefCountScanner(LazyOffloadScanner):
-    """Deliberately broken (a negative control): trusts a cursor whose block has
-    ref_cnt 0 and is linked, wherever it is now -- vLLM's rule."""
-
-    def step(self) -> list[KVCacheBlock]:
-        c = self._cursor
-        if c is not None and c.block.ref_cnt == 0 and \
-                c.block.owner is self.pool.free_block_queue:
-            self._cursor = Cursor(c.block, c.block.link_generation)
-        return super().step()
 
 
 def _unlinked_ref0(m: ModelLazyOffload) -> str | None:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from evictable.model.manager import MODEL_POLICIES, ModelManager
+from evictable.proofs.controls.manager import non_atomic_complete_load
 from evictable.proofs.explore.ops import Op
 from evictable.proofs.explore.state import Code, encode
 from evictable.proofs.explore.trace import Factory, render_snippet
@@ -266,8 +267,6 @@ def _explore_check(bounds: Bounds, factory: Factory | None) -> Callable[[float],
 def obligations(level: Level) -> list[Obligation]:
     """`explore.lru` (and `explore.arc` when the ARC model exists), each with a
     negative control: a seeded non-atomic implementation that must be caught."""
-    from evictable.proofs.controls.explore_controls import control_factory
-
     out: list[Obligation] = []
     for policy, bounds in LEVEL_BOUNDS[level].items():
         if policy not in MODEL_POLICIES:
@@ -278,7 +277,7 @@ def obligations(level: Level) -> list[Obligation]:
             statement=(f"every reachable state ({bounds.describe()}) satisfies every named "
                        "invariant, and the implementation agrees with the model on every edge"),
             check=_explore_check(bounds, None),
-            negative=_explore_check(control, control_factory),
+            negative=_explore_check(control, non_atomic_complete_load),
             negative_statement=("the explorer finds a shortest trace against an implementation "
                                 "whose complete_load releases keys one by one"),
             tags=("explore",),

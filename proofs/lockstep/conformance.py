@@ -27,7 +27,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from hypothesis import Phase
 from hypothesis import seed as hypothesis_seed
@@ -42,6 +42,7 @@ from evictable.model.types import (
     OffloadingEvent,
     PrepareStoreOutput,
 )
+from evictable.proofs.controls.manager import key_by_key
 from evictable.proofs.lockstep.faults import PLAN, fault_policy_name
 from evictable.proofs.lockstep.inputs import KEYS
 from evictable.proofs.lockstep.machine import build_machine
@@ -58,7 +59,6 @@ __all__ = [
     "ConformanceRecord",
     "ManagerAdapter",
     "conformance_policies",
-    "key_by_key_loads",
     "make_machine",
     "obligations",
     "run_conformance",
@@ -292,35 +292,6 @@ def run_conformance(
 # ------------------------------------------------------------------ obligations
 
 
-class _KeyByKeyLoads:
-    """A realistic non-atomic manager: `prepare_load` pins one key at a time.
-
-    An error on a later key leaves the earlier keys pinned (what vLLM's manager does
-    when an assert fails mid-loop). Used as the engine's negative control.
-    """
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    def prepare_load(self, keys: Sequence[Key]) -> list[int]:
-        out: list[int] = []
-        for key in keys:
-            out.extend(self._inner.prepare_load([key]))
-        return out
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-def key_by_key_loads(factory: AdapterFactory) -> AdapterFactory:
-    """`factory`, broken: its adapters' `prepare_load` is no longer all-or-nothing."""
-
-    def broken(num_blocks: int, policy: str, enable_events: bool) -> Any:
-        return _KeyByKeyLoads(factory(num_blocks, policy, enable_events))
-
-    return broken
-
-
 def conformance_policies() -> list[str]:
     """Policies both the model and the implementation know (ARC joins once both have it)."""
     return sorted(set(MODEL_POLICIES) & set(known_policies()))
@@ -337,7 +308,7 @@ def _check(policy: str, examples: int, steps: int, seed: int | None,
     def run(timeout_s: float) -> Outcome:
         factory = _impl_factory()
         if broken:
-            factory = key_by_key_loads(factory)
+            factory = key_by_key(factory, "prepare_load")
         record = run_conformance(factory, policy, examples, steps, seed,
                                  inject_faults=not broken)
         return record.outcome()

@@ -179,13 +179,13 @@ def test_rejects_policy_victims_that_break_the_contract() -> None:
     m.check_invariants()
 
 
-def test_fast_path_shares_the_lru_structures() -> None:
+def test_the_lru_table_is_the_managers_table() -> None:
     m = CPUOffloadingManager(4)
     stored(m, ["a", "b"])
     policy = m._policy
     assert isinstance(policy, LRUCachePolicy)
     assert [b.key for b in policy.listed()] == ["a", "b"]
-    assert policy.ring is m._lru
+    assert policy.shared_table() is m._blocks is policy.blocks
     assert set(policy.blocks) == {"a", "b"}
     assert m.snapshot().policy == LruPolicySnapshot(("a", "b"))
 

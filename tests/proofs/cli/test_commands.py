@@ -49,8 +49,9 @@ def test_explore_without_canonicalisation(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_explore_takes_a_factory(capsys: pytest.CaptureFixture[str]) -> None:
+    spec = "evictable.proofs.controls.manager:non_atomic_prepare_load"
     code, out, _ = _run(["explore", "--slots", "2", "--keys", "3", "--workers", "1",
-                         "--factory", "evictable.proofs.controls.nonatomic:make"], capsys)
+                         "--factory", spec], capsys)
     assert code == 1 and "FAILED" in out and "m.prepare_load(['a', 'b'])" in out
     spec = "tests.proofs.cli.test_commands:raising_factory"
     code, _, err = _run(["explore", "--factory", spec], capsys)
@@ -77,13 +78,14 @@ def test_explore_rejects_bad_bounds(capsys: pytest.CaptureFixture[str]) -> None:
 def test_check_rejects_the_nonatomic_manager_with_a_trace(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, out, _ = _run(["check", "evictable.proofs.controls.nonatomic:make", "--examples", "5",
+    spec = "evictable.proofs.controls.manager:non_atomic_prepare_load"
+    code, out, _ = _run(["check", spec, "--examples", "5",
                          "--steps", "5", "--seed", "3", "--workers", "1"], capsys)
     assert code == 1
     assert "verdict: REJECTED" in out
     assert "impl changed state on an error" in out
     assert "m.prepare_load(['a', 'b'])" in out
-    assert "from evictable.proofs.controls.nonatomic import make" in out
+    assert "from evictable.proofs.controls.manager import non_atomic_prepare_load" in out
 
 
 def test_check_accepts_the_reference_implementation(
@@ -96,13 +98,13 @@ def test_check_accepts_the_reference_implementation(
 
 
 @pytest.mark.parametrize(("spec", "message"), [
-    ("evictable.proofs.controls.nonatomic", "expected MODULE:FACTORY"),
-    ("evictable.proofs.controls.nonatomic:", "expected MODULE:FACTORY"),
+    ("evictable.proofs.controls.manager", "expected MODULE:FACTORY"),
+    ("evictable.proofs.controls.manager:", "expected MODULE:FACTORY"),
     (":make", "expected MODULE:FACTORY"),
     ("tests.nonatomic manager:make", "expected MODULE:FACTORY"),
     ("a:b:c", "expected MODULE:FACTORY"),
     ("no_such_module_xyz:make", "cannot import 'no_such_module_xyz'"),
-    ("evictable.proofs.controls.nonatomic:missing", "has no attribute 'missing'"),
+    ("evictable.proofs.controls.manager:missing", "has no attribute 'missing'"),
     ("tests.proofs.cli.test_commands:NOT_CALLABLE", "not callable"),
     ("tests.proofs.cli.test_commands:raising_factory", "raised RuntimeError: no manager today"),
     ("tests.proofs.cli.test_commands:not_a_manager", "without the manager API"),

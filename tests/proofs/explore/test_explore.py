@@ -20,10 +20,8 @@ from evictable.model.types import (
     OffloadingEvent,
     PrepareStoreOutput,
 )
-from evictable.proofs.controls import SEEDED_BUGS, SeededBug
-from evictable.proofs.controls.arc_policies import ARC_BUGS
-from evictable.proofs.controls.explore_controls import control_factory
-from evictable.proofs.controls.nonatomic import make as nonatomic_make
+from evictable.proofs.controls import ARC_BUGS, SEEDED_BUGS, SeededBug
+from evictable.proofs.controls.manager import non_atomic_complete_load, non_atomic_prepare_load
 from evictable.proofs.explore import manager as explore_mod
 from evictable.proofs.explore import worker as explore_worker
 from evictable.proofs.explore.manager import Bounds, explore, obligations
@@ -128,7 +126,7 @@ def test_alphabet_holds_bad_inputs_and_respects_the_ref_bound() -> None:
 
 
 def test_finds_a_seeded_bug_with_a_shortest_runnable_trace() -> None:
-    run = explore(TINY, control_factory, workers=1)
+    run = explore(TINY, non_atomic_complete_load, workers=1)
     assert run.failure is not None
     fail = run.failure
     assert [op.text for op in fail.path] == [
@@ -140,10 +138,11 @@ def test_finds_a_seeded_bug_with_a_shortest_runnable_trace() -> None:
 
 
 def test_finds_the_nonatomic_manager_with_workers() -> None:
-    run = explore(SMALL, nonatomic_make, workers=2)
+    run = explore(SMALL, non_atomic_prepare_load, workers=2)
     assert run.failure is not None
     assert len(run.failure.path) == 2 and run.failure.op == Op("prepare_load", ("a", "b"))
-    assert "from evictable.proofs.controls.nonatomic import make" in run.failure.snippet
+    imported = "from evictable.proofs.controls.manager import non_atomic_prepare_load"
+    assert imported in run.failure.snippet
 
 
 class _MiscountingModel(ModelManager):

@@ -10,11 +10,11 @@ import pytest
 from evictable.impl.manager import CPUOffloadingManager
 from evictable.model.manager import ModelManager
 from evictable.model.types import Key, LookupResult
+from evictable.proofs.controls.manager import key_by_key
 from evictable.proofs.lockstep.conformance import (
     SIZES,
     ConformanceRecord,
     ManagerAdapter,
-    key_by_key_loads,
     make_machine,
     obligations,
     run_conformance,
@@ -53,7 +53,7 @@ def test_same_seed_gives_the_same_run() -> None:
 
 
 def test_refutes_a_non_atomic_prepare_load() -> None:
-    record = run_conformance(key_by_key_loads(CPUOffloadingManager), "lru", **SMALL)
+    record = run_conformance(key_by_key(CPUOffloadingManager, "prepare_load"), "lru", **SMALL)
     _failed(record)
 
 

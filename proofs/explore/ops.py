@@ -32,8 +32,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from evictable.model.types import Key
+from evictable.proofs.lockstep.compare import Reply
+from evictable.proofs.lockstep.compare import invoke as call
 
-__all__ = ["KEY_NAMES", "Alphabet", "Op", "Reply", "invoke"]
+__all__ = ["KEY_NAMES", "Alphabet", "Op", "invoke"]
 
 KEY_NAMES: tuple[str, ...] = tuple("abcdefghijklmnopqrstuvwxyz")
 """The key universe: the first `keys` letters (any hashable would do)."""
@@ -73,23 +75,19 @@ class Op:
         return self.text
 
 
-Reply = tuple[bool, object]
-"""(raised, value): the returned value, or the exception raised."""
-
-
 def invoke(target: object, op: Op) -> Reply:
     """Make the call `op` on `target`; every exception is caught and returned."""
     try:
         fn = getattr(target, op.method)
-        if op.method == "lookup":
-            return False, fn(op.keys[0])
-        if op.method in ("reset_cache", "take_events"):
-            return False, fn()
-        if op.method == "complete_store":
-            return False, fn(list(op.keys), success=op.success is not False)
-        return False, fn(list(op.keys))
-    except Exception as exc:  # compared with the other side, never swallowed silently
-        return True, exc
+    except Exception as exc:  # a missing method is a disagreement like any other
+        return Reply(True, exc)
+    if op.method == "lookup":
+        return call(fn, op.keys[0])
+    if op.method in ("reset_cache", "take_events"):
+        return call(fn)
+    if op.method == "complete_store":
+        return call(fn, list(op.keys), success=op.success is not False)
+    return call(fn, list(op.keys))
 
 
 def _batches(n_keys: int, batch: int) -> list[tuple[int, ...]]:

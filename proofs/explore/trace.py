@@ -1,4 +1,4 @@
-"""Readable output of the explorer: replies, snapshot differences, runnable traces.
+"""Readable output of the explorer: runnable traces.
 
 A failing trace is printed as a Python snippet that constructs the implementation
 with its own factory and makes the calls of the shortest path, each commented with
@@ -11,48 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from evictable.model.errors import LifecycleError
-from evictable.model.types import BlockEntry, ManagerSnapshot
-from evictable.proofs.explore.ops import Op, Reply, invoke
+from evictable.proofs.explore.ops import Op, invoke
+from evictable.proofs.lockstep.compare import Reply, describe
 
-__all__ = ["Factory", "describe", "factory_source", "render_snippet", "snapshot_diff"]
+__all__ = ["Factory", "factory_source", "render_snippet"]
 
 Factory = Callable[[int, str, bool], Any]
 """`(num_blocks, policy, enable_events) -> adapter` (the conformance adapter protocol)."""
-
-
-def describe(reply: Reply) -> str:
-    """`-> value`, or `raises Type(keys=...)` for a library error, `raises Type: msg` else."""
-    raised, value = reply
-    if not raised:
-        return f"-> {value!r}"
-    if isinstance(value, LifecycleError):
-        ids = f", block_ids={value.block_ids!r}" if value.block_ids else ""
-        return f"raises {type(value).__name__}(keys={value.keys!r}{ids})"
-    return f"raises {type(value).__name__}: {value}"
-
-
-def snapshot_diff(expected: object, observed: object) -> str:
-    """The fields in which two snapshots differ, `field: expected ... != observed ...`."""
-    if not isinstance(observed, ManagerSnapshot) or not isinstance(expected, ManagerSnapshot):
-        return f"snapshot {observed!r} is not comparable with {expected!r}"
-    parts = []
-    for name in ManagerSnapshot.__dataclass_fields__:
-        a, b = getattr(expected, name), getattr(observed, name)
-        if a == b:
-            continue
-        if name == "blocks":
-            only_a = sorted((_entry(e) for e in a - b), key=repr)
-            only_b = sorted((_entry(e) for e in b - a), key=repr)
-            parts.append(f"blocks: expected [{', '.join(only_a)}] != observed "
-                         f"[{', '.join(only_b)}]")
-        else:
-            parts.append(f"{name}: expected {a!r} != observed {b!r}")
-    return "; ".join(parts) or "(no difference)"
-
-
-def _entry(e: BlockEntry) -> str:
-    return f"{e.key!r}: {e.state.name} ref={e.ref_cnt} slot={e.slot}"
 
 
 def factory_source(factory: object) -> tuple[str, str]:
@@ -90,11 +55,11 @@ def render_snippet(
         note = describe(rm)
         if describe(ri) != note:
             note += f"  (impl: {describe(ri)})"
-        lines.append(f"{_call(op, rm[0] or ri[0])}  # {note}")
+        lines.append(f"{_call(op, rm.raised or ri.raised)}  # {note}")
     if last is not None:
         rm = invoke(model, last)
-        ri = invoke(impl, last) if impl is not None else (True, RuntimeError("no impl"))
-        lines.append(f"{_call(last, rm[0] or ri[0])}  # expected (model) {describe(rm)}; "
+        ri = invoke(impl, last) if impl is not None else Reply(True, RuntimeError("no impl"))
+        lines.append(f"{_call(last, rm.raised or ri.raised)}  # expected (model) {describe(rm)}; "
                      f"observed {describe(ri)}")
     lines.append(f"# {reason}")
     lines.append("print(m.snapshot())")

@@ -20,15 +20,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evictable.model.errors import LifecycleError
 from evictable.model.invariants import check_snapshot
 from evictable.model.manager import MODEL_POLICIES, ModelManager
 from evictable.model.types import ManagerSnapshot
-from evictable.proofs.explore.ops import Alphabet, Reply, invoke
+from evictable.proofs.explore.ops import Alphabet, invoke
 from evictable.proofs.explore.state import Code, encode, mentioned_keys
-from evictable.proofs.explore.trace import Factory, describe, snapshot_diff
+from evictable.proofs.explore.trace import Factory
+from evictable.proofs.lockstep.compare import diff, judge
 
-__all__ = ["Bounds", "Chunk", "Context", "Found", "expand_chunk", "init_worker", "judge"]
+__all__ = ["Bounds", "Chunk", "Context", "Found", "expand_chunk", "init_worker"]
 
 
 @dataclass(frozen=True)
@@ -133,34 +133,6 @@ def init_worker(ctx: Context) -> None:
     _CTX = ctx
 
 
-def judge(rm: Reply, ri: Reply, m_pre: ManagerSnapshot, i_pre: object,
-           m_post: ManagerSnapshot, i_post: object, m_same: bool) -> str | None:
-    """Why this edge is a failure, or None when both sides agree.
-
-    `m_same` is `m_post == m_pre` (computed once by the caller).
-    """
-    (m_raised, mv), (i_raised, iv) = rm, ri
-    if m_raised:
-        if not isinstance(mv, LifecycleError):
-            return f"model raised a foreign {type(mv).__name__} (model bug): {mv}"
-        if not m_same:
-            return f"model changed state on an error (model bug): {snapshot_diff(m_pre, m_post)}"
-        if not i_raised:
-            return f"model rejects the call ({describe(rm)}), impl accepted it {describe(ri)}"
-        if not isinstance(iv, LifecycleError) or iv.identity() != mv.identity():
-            return f"errors differ: model {describe(rm)}, impl {describe(ri)}"
-        if i_post != i_pre:
-            return f"impl changed state on an error: {snapshot_diff(i_pre, i_post)}"
-        return None
-    if i_raised:
-        return f"impl raised, model returned: model {describe(rm)}, impl {describe(ri)}"
-    if mv != iv:
-        return f"results differ: model {describe(rm)}, impl {describe(ri)}"
-    if i_post != m_post:
-        return f"snapshots differ after the call: {snapshot_diff(m_post, i_post)}"
-    return None
-
-
 def _post(obj: Any) -> tuple[object, str | None]:
     try:
         return obj.snapshot(), None
@@ -189,7 +161,7 @@ def _state_failure(model: ModelManager, impl: Any) -> tuple[ManagerSnapshot, Any
     if err is not None:
         return m_pre, i_pre, err
     if i_pre != m_pre:
-        return m_pre, i_pre, f"snapshots differ: {snapshot_diff(m_pre, i_pre)}"
+        return m_pre, i_pre, f"snapshots differ: {diff(m_pre, i_pre)}"
     err = _counters(impl, m_pre)
     if err is not None:
         return m_pre, i_pre, err
@@ -230,14 +202,14 @@ def _expand(ctx: Context, sid: int, path: tuple[int, ...]) -> Chunk:
         m_same = m_post == m_pre
         edges += 1
         if why is None:
-            why = judge(rm, ri, m_pre, i_pre, m_post, i_post, m_same) or _counters(wi, m_post)
+            found = judge(rm, ri, m_pre, i_pre, m_post, i_post)
+            why = found.reason if found is not None else _counters(wi, m_post)
         if why is not None:
             if hist:  # the working copies saw earlier no-op calls: is the failure theirs?
                 again = ctx.fresh(path)
                 ra, rb = invoke(again[0], op), invoke(again[1], op)
                 pa, pb = again[0].snapshot(), _post(again[1])
-                if pb[1] is None and judge(ra, rb, m_pre, i_pre, pa, pb[0],
-                                           pa == m_pre) is None:
+                if pb[1] is None and judge(ra, rb, m_pre, i_pre, pa, pb[0]) is None:
                     return edges, pruned, new, (why, path + tuple(hist), oi)
             return edges, pruned, new, (why, path, oi)
         if m_same:

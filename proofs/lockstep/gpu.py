@@ -22,6 +22,7 @@ from hypothesis.stateful import (
 from evictable.impl.free_queue import KVCacheBlock
 from evictable.model.errors import LifecycleError
 from evictable.model.types import BlockId
+from evictable.proofs.lockstep.compare import Reply, describe, invoke, judge
 
 __all__ = [
     "MAX_ITERS",
@@ -29,11 +30,9 @@ __all__ = [
     "UNIVERSE",
     "GpuConformanceFailure",
     "LockStep",
-    "Observed",
     "ids_of",
     "keep_message",
     "no_result",
-    "observe",
     "one_id",
 ]
 
@@ -50,22 +49,6 @@ class GpuConformanceFailure(AssertionError):
         super().__init__(reason + "\n" + "\n".join(trace))
         self.reason = reason
         self.trace = tuple(trace)
-
-
-Observed = tuple[str, Any]
-
-
-def observe(fn: Callable[[], T], convert: Callable[[T], Any] = lambda x: x) -> Observed:
-    """Call `fn`: ("ok", converted result) or ("err", error identity / crash text)."""
-    try:
-        value = fn()
-    except StopIteration:
-        return ("stop", None)
-    except LifecycleError as exc:
-        return ("err", exc.identity())
-    except Exception as exc:  # a crash of the implementation is a disagreement too
-        return ("crash", f"{type(exc).__name__}: {exc}")
-    return ("ok", convert(value))
 
 
 def ids_of(blocks: Sequence[KVCacheBlock]) -> list[int]:
@@ -117,17 +100,19 @@ class LockStep(RuleBasedStateMachine):
         model_call: Callable[[], Any],
         impl_call: Callable[[], Any],
         convert: Callable[[Any], Any] = lambda x: x,
-    ) -> Observed:
-        """Run one call on both sides and compare; on an error, nothing may change."""
-        before = self.snapshots()
-        m = observe(model_call)
-        i = observe(impl_call, convert)
+    ) -> Reply:
+        """Run one call on both sides and `judge` it (`convert` maps the impl's result
+        into the model's terms); on an error, nothing may change. Returns the model's
+        reply."""
+        m_pre, i_pre = self.snapshots()
+        m = invoke(model_call)
+        i = invoke(impl_call)
+        m_post, i_post = self.snapshots()
         self.stats["calls"] += 1
-        self.trace.append(f"{label} -> {m[0]} {m[1]!r}")
-        if m != i:
-            self.fail(f"{label}: model {m!r} but impl {i!r}")
-        if m[0] == "err" and self.snapshots() != before:
-            self.fail(f"{label}: raised {m[1][0].__name__} but state changed")
+        self.trace.append(f"{label} {describe(m)}")
+        found = judge(m, i, m_pre, i_pre, m_post, i_post, convert)
+        if found is not None:
+            self.fail(f"{label}: {found.reason}")
         return m
 
     def step_iterators(self, first: int) -> None:
@@ -135,7 +120,7 @@ class LockStep(RuleBasedStateMachine):
         k = len(self.iters)
         for label, mit, iit in [self.iters[(first + j) % k] for j in range(k)]:
             got = self.both(f"next({label})", partial(next, mit), partial(next, iit), one_id)
-            if got[0] != "ok":
+            if got.raised:
                 self.iters = [t for t in self.iters if t[1] is not mit]
 
     @precondition(lambda self: bool(self.iters))

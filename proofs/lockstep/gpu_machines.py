@@ -35,6 +35,7 @@ from evictable.model.block_pool import ModelBlockPool, check_pool_snapshot
 from evictable.model.free_queue import ModelCursor, ModelFreeQueue, check_queue_snapshot
 from evictable.model.types import BlockId
 from evictable.proofs.controls.gpu import SEEDED_POOLS, SEEDED_QUEUES
+from evictable.proofs.lockstep.compare import describe, invoke
 from evictable.proofs.lockstep.gpu import (
     MAX_ITERS,
     POOL_BLOCKS,
@@ -43,7 +44,6 @@ from evictable.proofs.lockstep.gpu import (
     LockStep,
     ids_of,
     keep_message,
-    observe,
     one_id,
 )
 from evictable.proofs.lockstep.settings import engine_settings
@@ -158,8 +158,8 @@ class _QueueMachine(LockStep):
         """Pop n blocks and link them back, in order, here or in the other queue."""
         got = self.both(f"q{q}.popleft_n({n})", lambda: self.mq[q].popleft_n(n),
                         lambda: self.iq[q].popleft_n(n), ids_of)
-        if got[0] == "ok":
-            self.link_n(1 - q if other else q, front, got[1])
+        if not got.raised:
+            self.link_n(1 - q if other else q, front, got.value)
 
     @rule(q=st.integers(0, 1), b=st.integers(0, UNIVERSE - 1))
     def take_cursor(self, q: int, b: int) -> None:
@@ -167,7 +167,7 @@ class _QueueMachine(LockStep):
         got = self.both(f"q{q}.cursor_for({b})",
                         lambda: pair.append(self.mq[q].cursor_for(BlockId(b))),
                         lambda: pair.append(self.iq[q].cursor_for(self.blocks[b])))
-        if got[0] == "ok":
+        if not got.raised:
             self.cursors = [*self.cursors[-3:], (q, pair[0], pair[1])]
 
     @rule(q=st.integers(0, 1), kind=st.sampled_from(["none", "block", "cursor"]),
@@ -183,7 +183,7 @@ class _QueueMachine(LockStep):
         made: list[Any] = []
         got = self.both(label, lambda: made.append(self.mq[q].iter_blocks_after(mcur)),
                         lambda: made.append(self.iq[q].iter_blocks_after(icur)))
-        if got[0] == "ok":
+        if not got.raised:
             self.iters = [*self.iters[-(MAX_ITERS - 1):], (label, made[0], made[1])]
 
     @rule(q=st.integers(0, 1), b=st.integers(-1, UNIVERSE - 1))
@@ -199,10 +199,10 @@ class _QueueMachine(LockStep):
             cursor = queue.cursor_for(self.blocks[b]) if b >= 0 else None
             return list(queue.iter_blocks_after(cursor))
 
-        got = observe(walk, ids_of)
-        self.trace.append(f"q{q}.walk after {b} -> {got}")
-        if got != ("ok", expected):
-            self.fail(f"walk after {b} on q{q}: expected {expected}, impl {got!r}")
+        got = invoke(walk)
+        self.trace.append(f"q{q}.walk after {b} {describe(got)}")
+        if got.raised or ids_of(got.value) != expected:
+            self.fail(f"walk after {b} on q{q}: expected {expected}, impl {describe(got)}")
 
     @invariant()
     def agree(self) -> None:
@@ -213,9 +213,9 @@ class _QueueMachine(LockStep):
             if check_queue_snapshot(snap):
                 self.fail(f"model invariants broken: {check_queue_snapshot(snap)}")
         for q in self.iq:
-            observed = observe(q.check_invariants)
-            if observed[0] != "ok":
-                self.fail(f"impl invariants broken: {observed[1]}")
+            observed = invoke(q.check_invariants)
+            if observed.raised:
+                self.fail(f"impl invariants broken: {describe(observed)}")
 
 
 class _PoolMachine(LockStep):
@@ -257,8 +257,8 @@ class _PoolMachine(LockStep):
         """A request's life: allocate, cache some blocks, free all in-use blocks."""
         got = self.both(f"get_new_blocks({n})", lambda: self.m.get_new_blocks(n),
                         lambda: self.i.get_new_blocks(n), ids_of)
-        if got[0] == "ok":
-            for b, h in zip(got[1], cache, strict=False):
+        if not got.raised:
+            for b, h in zip(got.value, cache, strict=False):
                 if h:
                     self.cache_block(b, "xyz"[b % 3])
         in_use = [b for b in range(1, POOL_BLOCKS) if self.m.ref_cnt(BlockId(b)) > 0]
@@ -298,7 +298,7 @@ class _PoolMachine(LockStep):
         got = self.both(f"cache_block({b}, {h!r})  # free block",
                         keep_message(lambda: self.m.cache_block(BlockId(b), h), messages),
                         keep_message(lambda: self.i.cache_block(self._block(b), h), messages))
-        if got[0] != "err":
+        if not got.raised:
             self.fail(f"cache_block({b}) of a free block was accepted")
         model_msg, impl_msg = messages
         if model_msg != impl_msg or f"free block: block {b} " not in model_msg:
@@ -320,7 +320,7 @@ class _PoolMachine(LockStep):
         got = self.both(f"cursor_for({b})",
                         lambda: pair.append(self.m.free_queue.cursor_for(BlockId(b))),
                         lambda: pair.append(self.i.free_block_queue.cursor_for(self.i.blocks[b])))
-        if got[0] == "ok":
+        if not got.raised:
             self.cursors = [*self.cursors[-3:], (pair[0], pair[1])]
 
     @rule(c=st.integers(-1, 3))
@@ -333,7 +333,7 @@ class _PoolMachine(LockStep):
         made: list[Any] = []
         got = self.both(label, lambda: made.append(self.m.free_queue.iter_blocks_after(mcur)),
                         lambda: made.append(self.i.free_block_queue.iter_blocks_after(icur)))
-        if got[0] == "ok":
+        if not got.raised:
             self.iters = [*self.iters[-(MAX_ITERS - 1):], (label, made[0], made[1])]
 
     @invariant()
@@ -343,9 +343,9 @@ class _PoolMachine(LockStep):
             self.fail(f"snapshots differ:\n model {m}\n impl  {i}")
         if check_pool_snapshot(m):
             self.fail(f"model invariants broken: {check_pool_snapshot(m)}")
-        observed = observe(self.i.check_invariants)
-        if observed[0] != "ok":
-            self.fail(f"impl invariants broken: {observed[1]}")
+        observed = invoke(self.i.check_invariants)
+        if observed.raised:
+            self.fail(f"impl invariants broken: {describe(observed)}")
 
 
 def queue_machine(factory: QueueFactory = FreeKVCacheBlockQueue) -> type[RuleBasedStateMachine]:

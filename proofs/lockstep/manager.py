@@ -32,6 +32,7 @@ from evictable.model.invariants import check_snapshot
 from evictable.model.lifecycle import CpuState
 from evictable.model.manager import ModelManager
 from evictable.model.types import Key, ManagerSnapshot
+from evictable.proofs.lockstep.compare import Kind, Reply, diff, invoke, judge, same_error
 from evictable.proofs.lockstep.faults import FaultPlan
 from evictable.proofs.lockstep.inputs import Call
 
@@ -124,42 +125,20 @@ class RunStats:
             self.first_failure_total_steps = self.steps
 
 
-@dataclass(frozen=True)
-class _Returned:
-    value: object
-
-    def describe(self) -> str:
-        return f"-> {self.value!r}"
-
-
-@dataclass(frozen=True)
-class _Raised:
-    exc: BaseException
-
-    def describe(self) -> str:
-        e = self.exc
-        if isinstance(e, LifecycleError):
-            return f"raises {type(e).__name__}(keys={e.keys!r}, block_ids={e.block_ids!r})"
-        return f"raises {type(e).__name__}: {e}"
-
-
-_Reply = _Returned | _Raised
-
-
-def _invoke(target: Any, call: Call) -> _Reply:
+def _invoke(target: Any, call: Call) -> Reply:
     """Call `target.<call.method>` (or `target` itself for `call.method == ""`)."""
     args, kwargs = call.build()
     try:
         fn = getattr(target, call.method) if call.method else target
-        return _Returned(fn(*args, **kwargs))
-    except Exception as exc:  # every outcome is compared, including foreign exceptions
-        return _Raised(exc)
+    except Exception as exc:  # a missing method is compared like any other outcome
+        return Reply(True, exc)
+    return invoke(fn, *args, **kwargs)
 
 
-def _outcome(method: str, reply: _Reply) -> str:
+def _outcome(method: str, reply: Reply) -> str:
     """The kind of a model answer, for `RunStats.outcomes`."""
-    if isinstance(reply, _Raised):
-        return f"{method}:{type(reply.exc).__name__}"
+    if reply.raised:
+        return f"{method}:{type(reply.value).__name__}"
     value = reply.value
     if method == "prepare_store":
         if value is None:
@@ -169,25 +148,6 @@ def _outcome(method: str, reply: _Reply) -> str:
     if method in ("complete_store", "take_events") and not value:
         return f"{method}:empty"
     return f"{method}:ok"
-
-
-def _same_error(rm: _Raised, ri: _Raised) -> bool:
-    return (isinstance(rm.exc, LifecycleError) and isinstance(ri.exc, LifecycleError)
-            and rm.exc.identity() == ri.exc.identity())
-
-
-def snapshot_diff(a: ManagerSnapshot, b: object) -> str:
-    """The fields in which two snapshots differ, as readable text."""
-    if not isinstance(b, ManagerSnapshot):
-        return f"second snapshot is a {type(b).__name__}, not a ManagerSnapshot"
-    lines = []
-    for name in ManagerSnapshot.__dataclass_fields__:
-        x, y = getattr(a, name), getattr(b, name)
-        if x != y:
-            if name == "blocks":
-                x, y = sorted(x, key=repr), sorted(y, key=repr)
-            lines.append(f"{name}: {x!r} != {y!r}")
-    return "; ".join(lines)
 
 
 class LockStep:
@@ -237,16 +197,18 @@ class LockStep:
             self._fail(f"{label}: impl.snapshot() returned a {type(snap).__name__}")
         return snap
 
-    def _check_after(self, label: str) -> None:
-        """Compare both sides after an action; remember their snapshots."""
+    def _check_after(self, label: str, snaps: tuple[ManagerSnapshot, ManagerSnapshot] | None
+                     = None) -> None:
+        """Compare both sides after an action (`snaps`: their snapshots, when already
+        taken); remember their snapshots."""
         model, impl = self.model, self.impl
         if model is None:
             raise RuntimeError("a LockStep must Start before any other action")
-        m_snap = model.snapshot()
-        i_snap = self._impl_snapshot(label)
+        m_snap, i_snap = snaps if snaps is not None else (
+            model.snapshot(), self._impl_snapshot(label))
         if m_snap != i_snap:
             self._fail(f"{label}: snapshots differ (model != impl): "
-                       f"{snapshot_diff(m_snap, i_snap)}")
+                       f"{diff(m_snap, i_snap)}")
         bad = check_snapshot(m_snap)
         if bad:
             self._fail(f"{label}: model snapshot violates {bad} (model bug)")
@@ -270,28 +232,15 @@ class LockStep:
                        f"!= impl {counters_i}")
         self.m_snap, self.i_snap = m_snap, i_snap
 
-    def _compare(self, label: str, rm: _Reply, ri: _Reply,
+    def _compare(self, label: str, rm: Reply, ri: Reply,
                  m_before: ManagerSnapshot, i_before: ManagerSnapshot) -> None:
-        if isinstance(rm, _Raised):
-            if not isinstance(rm.exc, LifecycleError):
-                self._fail(f"{label}: model raised a foreign {type(rm.exc).__name__} (model bug)")
-            if self._model_snapshot() != m_before:
-                self._fail(f"{label}: model changed state on an error (model bug)")
-            if isinstance(ri, _Returned):
-                self._fail(f"{label}: model {rm.describe()}, but impl accepted the call "
-                           f"{ri.describe()}")
-            if not _same_error(rm, ri):
-                self._fail(f"{label}: errors differ: model {rm.describe()}, impl {ri.describe()}")
-            i_after = self._impl_snapshot(label)
-            if i_after != i_before:
-                self._fail(f"{label}: impl changed state on an error (before != after): "
-                           f"{snapshot_diff(i_before, i_after)}")
-        elif isinstance(ri, _Raised):
-            self._fail(f"{label}: impl {ri.describe()}, but the model returned "
-                       f"{rm.describe()}")
-        elif rm.value != ri.value:
-            self._fail(f"{label}: results differ: model {rm.describe()}, impl {ri.describe()}")
-        self._check_after(label)
+        m_after = self._model_snapshot()
+        i_after = self._impl_snapshot(label)
+        found = judge(rm, ri, m_before, i_before, m_after, i_after)
+        if found is not None:
+            model_bug = " (model bug)" if found.kind is Kind.MODEL_BUG else ""
+            self._fail(f"{label}: {found.reason}{model_bug}")
+        self._check_after(label, (m_after, i_after))
 
     def _model_snapshot(self) -> ManagerSnapshot:
         model, _, _, _ = self._sides()
@@ -337,8 +286,8 @@ class LockStep:
         model, impl, m_before, i_before = self._sides()
         rm, ri = _invoke(model, a.call), _invoke(impl, a.call)
         self.stats.outcomes[_outcome(a.call.method, rm)] += 1
-        both_raised = isinstance(rm, _Raised) and isinstance(ri, _Raised) and _same_error(rm, ri)
-        if both_raised or (isinstance(rm, _Returned) and rm == ri):
+        both_raised = rm.raised and ri.raised and same_error(rm.value, ri.value)
+        if both_raised or (not rm.raised and rm == ri):
             self.trace.append(f"m.{a.call.text}  # {ri.describe()}")
         else:
             self.trace.append(f"m.{a.call.text}  # model {rm.describe()}; impl {ri.describe()}")
@@ -367,12 +316,12 @@ class LockStep:
         self.stats.outcomes[f"fault:{a.hook}"] += 1
         self.trace.append(f"m.{a.call.text}  # policy hook {a.hook!r} raises on call {a.k}; "
                           f"impl {ri.describe()}; model not stepped")
-        if not isinstance(ri, _Raised) or ri.exc is not fired:
+        if not ri.raised or ri.value is not fired:
             self._fail(f"{label}: impl did not re-raise the injected fault: {ri.describe()}")
         i_after = self._impl_snapshot(label)
         if i_after != i_before:
             self._fail(f"{label}: impl changed state although the call failed "
-                       f"(before != after): {snapshot_diff(i_before, i_after)}")
+                       f"(before != after): {diff(i_before, i_after)}")
         self._check_after(label)
 
     def _construct(self, a: Construct) -> None:
@@ -381,11 +330,11 @@ class LockStep:
         call = Call.construct(text, a.num_blocks, a.policy, a.events)
         rm, ri = _invoke(ModelManager, call), _invoke(self.factory, call)
         self.trace.append(f"{text}  # model {rm.describe()}; impl {ri.describe()}")
-        if not isinstance(rm, _Raised) or not isinstance(rm.exc, LifecycleError):
+        if not rm.raised or not isinstance(rm.value, LifecycleError):
             self._fail(f"{label}: the model accepted a bad constructor argument (model bug)")
-        if not isinstance(ri, _Raised):
+        if not ri.raised:
             self._fail(f"{label}: impl accepted a bad constructor argument")
-        if not _same_error(rm, ri):
+        if not same_error(rm.value, ri.value):
             self._fail(f"{label}: errors differ: model {rm.describe()}, impl {ri.describe()}")
         self._check_after(label)
 

@@ -1,0 +1,162 @@
+"""The one comparator: a call made on the model and on an implementation, judged.
+
+Every lock-step engine -- the conformance machines (CPU manager, free queue, block
+pool, lazy scanner) and the exhaustive explorer -- makes each call on both sides
+through `invoke`, observes both sides' state before and after (a snapshot, or any
+comparable value), and asks `judge` whether the implementation did what the model
+did:
+
+* the model rejected the call (raised one of this project's errors): the
+  implementation must reject it with the same error (`same_error`: the same type
+  and the same attributes), and neither side may have changed (all-or-nothing);
+* the model accepted it: the implementation must accept it, return an equal
+  result, and end in an equal state.
+
+A disagreement is a `Mismatch`: a kind (what went wrong, see `Kind`) and a
+readable reason. `diff` renders how two states differ, field by field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from evictable.model.errors import LifecycleError
+
+__all__ = ["Kind", "Mismatch", "Reply", "describe", "diff", "invoke", "judge", "same_error"]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What one call did: returned `value`, or raised it (`raised`)."""
+
+    raised: bool
+    value: Any
+
+    def describe(self) -> str:
+        return describe(self)
+
+
+def invoke(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Reply:
+    """Call `fn`; every exception (`StopIteration` included) is caught and returned."""
+    try:
+        return Reply(False, fn(*args, **kwargs))
+    except Exception as exc:  # compared with the other side, never swallowed silently
+        return Reply(True, exc)
+
+
+def describe(reply: Reply) -> str:
+    """`-> value`, or `raises Type(keys=...)` for this project's errors, `raises Type: msg`
+    for any other exception."""
+    if not reply.raised:
+        return f"-> {reply.value!r}"
+    exc = reply.value
+    if isinstance(exc, LifecycleError):
+        ids = f", block_ids={exc.block_ids!r}" if exc.block_ids else ""
+        return f"raises {type(exc).__name__}(keys={exc.keys!r}{ids})"
+    if isinstance(exc, StopIteration):
+        return "raises StopIteration"
+    return f"raises {type(exc).__name__}: {exc}"
+
+
+def same_error(model: BaseException, impl: BaseException) -> bool:
+    """The implementation's error is the model's: same type, same attributes (message
+    text aside); two `StopIteration`s (both iterators ended) are the same too."""
+    if isinstance(model, StopIteration):
+        return isinstance(impl, StopIteration)
+    return (isinstance(model, LifecycleError) and isinstance(impl, LifecycleError)
+            and model.identity() == impl.identity())
+
+
+class Kind(enum.Enum):
+    """What kind of disagreement a `Mismatch` is."""
+
+    MODEL_BUG = "model bug"  # the model broke its own contract: never the impl's fault
+    ACCEPTED_BAD_CALL = "accepted a call the model rejects"
+    REJECTED_GOOD_CALL = "rejected a call the model accepts"
+    ERROR = "different error"
+    ATOMICITY = "changed state on an error"
+    RESULT = "different result"
+    STATE = "different state"
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """One disagreement between model and implementation."""
+
+    kind: Kind
+    reason: str
+
+
+def judge(rm: Reply, ri: Reply, m_pre: object, i_pre: object, m_post: object,
+          i_post: object, convert: Callable[[Any], Any] = lambda x: x) -> Mismatch | None:
+    """Why the implementation's call (`ri`, state `i_pre` -> `i_post`) is not the
+    model's (`rm`, `m_pre` -> `m_post`), or None when they agree.
+
+    `convert` maps the implementation's returned value into the model's terms (GPU
+    blocks to block ids, say) before results are compared.
+    """
+    if rm.raised:
+        exc = rm.value
+        if not isinstance(exc, LifecycleError | StopIteration):
+            return Mismatch(Kind.MODEL_BUG, f"model raised a foreign {type(exc).__name__}: {exc}")
+        if m_post != m_pre:
+            return Mismatch(Kind.MODEL_BUG,
+                            f"model changed state on an error: {diff(m_pre, m_post)}")
+        if not ri.raised:
+            return Mismatch(Kind.ACCEPTED_BAD_CALL, f"model {describe(rm)}, but impl accepted "
+                                                    f"the call {describe(ri)}")
+        if not same_error(exc, ri.value):
+            return Mismatch(Kind.ERROR, f"errors differ: model {describe(rm)}, "
+                                        f"impl {describe(ri)}")
+        if i_post != i_pre:
+            return Mismatch(Kind.ATOMICITY, f"impl changed state on an error (before != "
+                                            f"after): {diff(i_pre, i_post)}")
+        return None
+    if ri.raised:
+        return Mismatch(Kind.REJECTED_GOOD_CALL, f"impl {describe(ri)}, but the model "
+                                                 f"returned {describe(rm)}")
+    got = convert(ri.value)
+    if rm.value != got:
+        return Mismatch(Kind.RESULT, f"results differ: model {describe(rm)}, "
+                                     f"impl {describe(Reply(False, got))}")
+    if i_post != m_post:
+        return Mismatch(Kind.STATE, f"states differ after the call (model != impl): "
+                                    f"{diff(m_post, i_post)}")
+    return None
+
+
+def diff(expected: object, observed: object) -> str:
+    """How two states differ, `field: expected ... != observed ...`, field by field.
+
+    Dataclass snapshots are compared field by field (recursively); for a set-valued
+    field only the members on one side are shown; tuples of snapshots position by
+    position; anything else as a whole.
+    """
+    if expected == observed:
+        return "(no difference)"
+    return "; ".join(_diff("", expected, observed)) or "(no difference)"
+
+
+def _diff(path: str, a: object, b: object) -> list[str]:
+    if a == b:
+        return []
+    if dataclasses.is_dataclass(a) and type(a) is type(b) and not isinstance(a, type):
+        out: list[str] = []
+        for f in dataclasses.fields(a):
+            sub = f"{path}.{f.name}" if path else f.name
+            out += _diff(sub, getattr(a, f.name), getattr(b, f.name))
+        return out
+    if isinstance(a, frozenset | set) and isinstance(b, frozenset | set):
+        only_a = sorted(map(repr, a - b))
+        only_b = sorted(map(repr, b - a))
+        return [f"{path or 'value'}: expected [{', '.join(only_a)}] != observed "
+                f"[{', '.join(only_b)}]"]
+    if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and any(
+            dataclasses.is_dataclass(x) for x in a):
+        return [line for i, (x, y) in enumerate(zip(a, b, strict=True))
+                for line in _diff(f"{path}[{i}]", x, y)]
+    return [f"{path or 'value'}: expected {a!r} != observed {b!r}"]

@@ -52,7 +52,7 @@ from evictable.impl.manager import CPUOffloadingManager
 from evictable.model.types import ManagerSnapshot
 from evictable.proofs.explore.manager import LEVEL_BOUNDS, Exploration, explore
 from evictable.proofs.explore.ops import Op, invoke
-from evictable.proofs.explore.worker import Bounds, Context
+from evictable.proofs.explore.manager_subject import Bounds, Context
 
 __all__ = ["TARGET_STATES_PER_S", "main", "run"]
 

@@ -24,16 +24,15 @@ fails yields the shortest event trace to the violation.
 from __future__ import annotations
 
 import itertools
-import time
-from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import cast
 
 from evictable.model.arc import ModelArc
 from evictable.model.types import ArcPolicySnapshot, Key
+from evictable.proofs.explore.engine import Expansion, Found, search
 
-__all__ = ["Edge", "ExploreReport", "World", "explore"]
+__all__ = ["ArcSubject", "Edge", "ExploreReport", "World", "explore"]
 
 
 @dataclass(frozen=True)
@@ -173,6 +172,32 @@ def _successors(
             )
 
 
+class ArcSubject:
+    """The ARC model (or a broken variant) as a subject of `explore.engine.search`."""
+
+    def __init__(self, cls: type[ModelArc], capacity: int, keys: tuple[int, ...],
+                 state_check: StateCheck | None, edge_check: EdgeCheck | None) -> None:
+        self.cls, self.capacity, self.keys = cls, capacity, keys
+        self.state_check, self.edge_check = state_check, edge_check
+
+    def root(self) -> tuple[World, World]:
+        init = World(self.cls(self.capacity).snapshot(), ())
+        return init, init
+
+    def expand(self, w: World) -> Expansion[World, str]:
+        out: Expansion[World, str] = Expansion()
+        if self.state_check is not None and (why := self.state_check(w, self.capacity)):
+            out.found = Found(why)
+            return out
+        for e in _successors(self.cls, self.capacity, self.keys, w):
+            out.edges += 1
+            if self.edge_check is not None and (why := self.edge_check(e, self.capacity)):
+                out.found = Found(why, e.label)
+                return out
+            out.successors.append((e.post, e.post, e.label))
+        return out
+
+
 def explore(
     capacity: int,
     num_keys: int,
@@ -183,50 +208,17 @@ def explore(
 ) -> ExploreReport:
     """Visit every reachable state of `cls` with N = `capacity` and keys `0..num_keys-1`.
 
-    Stops at the first violation of `state_check` / `edge_check`. With
-    `num_keys >= N + 2` (or >= 4 when N >= 3) all four lists can be non-empty at once.
+    Stops at the first violation of `state_check` / `edge_check`, with a shortest
+    trace. With `num_keys >= N + 2` (or >= 4 when N >= 3) all four lists can be
+    non-empty at once.
 
     Raises `RuntimeError` when more than `max_states` states are reachable (the bound
     is too large to be exhaustive).
     """
-    start = time.perf_counter()
-    keys = tuple(range(num_keys))
-    init = World(cls(capacity).snapshot(), ())
-    parent: dict[World, tuple[World, str] | None] = {init: None}
-    depth_of = {init: 0}
-    queue = deque([init])
-    edges = 0
-
-    def trace_to(w: World, last: str | None = None) -> tuple[str, ...]:
-        out: list[str] = [] if last is None else [last]
-        cur = parent[w]
-        while cur is not None:
-            prev, label = cur
-            out.append(label)
-            cur = parent[prev]
-        return tuple(reversed(out))
-
-    def report(violation: str | None = None, trace: tuple[str, ...] = ()) -> ExploreReport:
-        return ExploreReport(
-            len(parent), edges, max(depth_of.values()), time.perf_counter() - start,
-            violation, trace,
-        )
-
-    if state_check is not None and (why := state_check(init, capacity)) is not None:
-        return report(why, ())
-    while queue:
-        w = queue.popleft()
-        for e in _successors(cls, capacity, keys, w):
-            edges += 1
-            if edge_check is not None and (why := edge_check(e, capacity)) is not None:
-                return report(why, trace_to(w, e.label))
-            if e.post in parent:
-                continue
-            parent[e.post] = (w, e.label)
-            depth_of[e.post] = depth_of[w] + 1
-            if len(parent) > max_states:
-                raise RuntimeError(f"more than {max_states} reachable states at N={capacity}")
-            if state_check is not None and (why := state_check(e.post, capacity)) is not None:
-                return report(why, trace_to(e.post))
-            queue.append(e.post)
-    return report()
+    subject = ArcSubject(cls, capacity, tuple(range(num_keys)), state_check, edge_check)
+    run = search(subject, max_states=max_states)
+    if not run.complete:
+        raise RuntimeError(f"more than {max_states} reachable states at N={capacity}")
+    violation = run.found.reason if run.found is not None else None
+    return ExploreReport(run.states, run.transitions, run.depth, run.seconds, violation,
+                         run.path)

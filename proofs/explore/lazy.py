@@ -16,8 +16,6 @@ a shortest trace. `proofs/lazy_cursor.py` turns searches into obligations.
 
 from __future__ import annotations
 
-import time
-from collections import deque
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 
@@ -37,6 +35,7 @@ from evictable.model.lazy_offload import (
     start_of,
 )
 from evictable.model.types import BlockId
+from evictable.proofs.explore.engine import Expansion, Found, search
 
 __all__ = [
     "Action",
@@ -404,67 +403,58 @@ def lockstep_check(
 PathCheck = Callable[[ModelLazyOffload, list[Action], list[int] | None], str | None]
 
 
-def explore(
-    bounds: Bounds, validation: Validation, check: Check, path_check: PathCheck | None = None
-) -> Search:
-    """Breadth-first over every reachable state; stop at the first state failing `check`
-    (or `path_check`, given the path from the initial state and the last call's result)."""
-    t0 = time.perf_counter()
-    start = initial(bounds, validation)
-    k0 = key(start)
-    parent: dict[Hashable, tuple[Hashable, Action] | None] = {k0: None}
-    frontier: deque[tuple[ModelLazyOffload, Hashable, int]] = deque([(start, k0, 0)])
-    out = Search(states=1)
-    reason = check(start)
-    if reason is not None:
-        out.violation, out.trace = reason, [f"   initial  {render_state(start)}"]
-        out.seconds = time.perf_counter() - t0
-        return out
-    while frontier:
-        m, k, d = frontier.popleft()
-        for a in actions(m, bounds):
+LazyPayload = tuple[ModelLazyOffload, tuple[Action, ...], list[int] | None]
+"""A state, the path that reached it, and what the path's last call handed back."""
+
+
+class LazySubject:
+    """The model scanner and pool as a subject of `explore.engine.search`."""
+
+    def __init__(self, bounds: Bounds, validation: Validation, check: Check,
+                 path_check: PathCheck | None) -> None:
+        self.bounds, self.validation = bounds, validation
+        self.check, self.path_check = check, path_check
+
+    def root(self) -> tuple[Hashable, LazyPayload]:
+        start = initial(self.bounds, self.validation)
+        return key(start), (start, (), None)
+
+    def expand(self, payload: LazyPayload) -> Expansion[LazyPayload, Action]:
+        m, path, got = payload
+        out: Expansion[LazyPayload, Action] = Expansion()
+        reason = self.check(m)
+        if reason is None and self.path_check is not None and path:
+            reason = self.path_check(m, list(path), got)
+        if reason is not None:
+            out.found = Found(reason)
+            return out
+        for a in actions(m, self.bounds):
             nxt = clone(m)
             try:
-                got = apply(nxt, a)
+                result = apply(nxt, a)
             except LifecycleError:
                 continue  # a rejected call changes nothing: not a transition
-            out.transitions += 1
-            nk = key(nxt)
-            if nk in parent:
-                continue
-            parent[nk] = (k, a)
-            out.states += 1
-            out.depth = max(out.depth, d + 1)
-            reason = check(nxt)
-            if reason is None and path_check is not None:
-                reason = path_check(nxt, _path(parent, nk), got)
-            if reason is not None:
-                out.violation = reason
-                out.actions = _path(parent, nk)
-                out.trace = replay(bounds, validation, out.actions)
-                out.seconds = time.perf_counter() - t0
-                return out
-            if out.states >= bounds.max_states:
-                out.truncated = True
-                out.seconds = time.perf_counter() - t0
-                return out
-            frontier.append((nxt, nk, d + 1))
-    out.seconds = time.perf_counter() - t0
+            out.edges += 1
+            out.successors.append((key(nxt), (nxt, (*path, a), result), a))
+        return out
+
+
+def explore(
+    bounds: Bounds, validation: Validation, check: Check, path_check: PathCheck | None = None,
+    deadline: float | None = None,
+) -> Search:
+    """Breadth-first over every reachable state; stop at the first state failing `check`
+    (or `path_check`, given the path from the initial state and the last call's
+    result), with a shortest trace. `deadline`: stop there, truncated."""
+    run = search(LazySubject(bounds, validation, check, path_check),
+                 max_states=bounds.max_states, deadline=deadline)
+    out = Search(states=run.states, transitions=run.transitions, depth=run.depth,
+                 seconds=run.seconds, truncated=not run.complete)
+    if run.found is not None:
+        out.violation = run.found.reason
+        out.actions = list(run.path)
+        out.trace = replay(bounds, validation, out.actions)
     return out
-
-
-def _path(parent: dict[Hashable, tuple[Hashable, Action] | None], k: Hashable
-          ) -> list[Action]:
-    steps: list[Action] = []
-    cur: Hashable = k
-    while True:
-        link = parent[cur]
-        if link is None:
-            break
-        cur, a = link
-        steps.append(a)
-    steps.reverse()
-    return steps
 
 
 def replay(bounds: Bounds, validation: Validation, steps: list[Action]) -> list[str]:

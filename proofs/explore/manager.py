@@ -18,7 +18,7 @@ of its own. States are deduplicated by their snapshot encoding
 
 **Cost.** Each state is built once, by replaying its (shortest) path from the
 root on a fresh model and a fresh implementation, in the worker that expands it
-(`evictable.proofs.explore.worker`); its edges run on cheap working copies, made only after
+(`evictable.proofs.explore.manager_subject`); its edges run on cheap working copies, made only after
 state-changing edges. The frontier of each BFS level is split over a process pool
 (fork); each worker filters successors through its own visited set and the parent
 process deduplicates globally and keeps the parent pointers from which shortest
@@ -29,19 +29,15 @@ the reported trace is a shortest one.
 
 from __future__ import annotations
 
-import math
-import multiprocessing
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from evictable.model.manager import MODEL_POLICIES, ModelManager
 from evictable.proofs.controls.manager import non_atomic_complete_load
+from evictable.proofs.explore.engine import Result, search
+from evictable.proofs.explore.manager_subject import Bounds, Context, ManagerSubject
 from evictable.proofs.explore.ops import Op
-from evictable.proofs.explore.state import Code, encode
 from evictable.proofs.explore.trace import Factory, render_snippet
-from evictable.proofs.explore.worker import Bounds, Context, Found, expand_chunk, init_worker
 from evictable.proofs.obligations import Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.registry import Level
 
@@ -142,11 +138,6 @@ def default_factory() -> Factory:
     return CPUOffloadingManager
 
 
-def _chunks(frontier: list[tuple[int, tuple[int, ...]]], workers: int) -> list[Any]:
-    size = max(1, min(400, len(frontier) // (workers * 6) or 1))
-    return [frontier[i:i + size] for i in range(0, len(frontier), size)]
-
-
 def explore(
     bounds: Bounds,
     factory: Factory | None = None,
@@ -154,73 +145,33 @@ def explore(
     workers: int = 2,
     canonical: bool = True,
     max_states: int = DEFAULT_MAX_STATES,
+    deadline: float | None = None,
 ) -> Exploration:
-    """Explore every state reachable within `bounds`; see the module docstring."""
+    """Explore every state reachable within `bounds`; see the module docstring.
+
+    `deadline` (a `time.monotonic()` value): stop there, incomplete."""
     bounds.check()
     fac = factory if factory is not None else default_factory()
-    ctx = Context(bounds, fac, canonical)
-    start = time.perf_counter()
-    root_model = ModelManager(bounds.slots, bounds.policy, bounds.events > 0)
-    root_code, _ = encode(root_model.snapshot(), canonical)
-    seen: dict[Code, int] = {root_code: 0}
-    parents: list[tuple[int, int]] = [(-1, -1)]
-    frontier: list[tuple[int, tuple[int, ...]]] = [(0, ())]
-    transitions = pruned = depth = 0
-    concrete = 1  # the initial state mentions no key
-    found: Found | None = None
-    complete = True
-    pool = None
-    if workers > 1:
-        pool = multiprocessing.get_context("fork").Pool(workers, init_worker, (ctx,))
-    else:
-        init_worker(ctx)
-    try:
-        while frontier and found is None:
-            chunks = _chunks(frontier, workers)
-            results = pool.imap(expand_chunk, chunks) if pool else map(expand_chunk, chunks)
-            paths = dict(frontier)
-            nxt: list[tuple[int, tuple[int, ...]]] = []
-            for edges, prn, new, hit in results:
-                transitions += edges
-                pruned += prn
-                if hit is not None and (found is None or _length(hit) < _length(found)):
-                    found = hit
-                for pid, oi, code, n_keys in new:
-                    if code not in seen:
-                        concrete += math.perm(bounds.keys, n_keys) if canonical else 1
-                        sid = len(parents)
-                        seen[code] = sid
-                        parents.append((pid, oi))
-                        nxt.append((sid, paths[pid] + (oi,)))
-            if found is None and nxt:
-                depth += 1
-            if len(seen) > max_states:
-                complete = False
-                break
-            frontier = nxt
-    finally:
-        if pool is not None:
-            pool.terminate()
-            pool.join()
-    seconds = time.perf_counter() - start
-    figures = Figures(len(seen), transitions, depth, seconds, pruned, complete, concrete)
-    failure = _failure(ctx, found) if found is not None else None
-    return Exploration(bounds, canonical, workers, figures, failure, tuple(parents))
+    subject = ManagerSubject(bounds, fac, canonical)
+    run = search(subject, workers=workers, max_states=max_states, deadline=deadline)
+    figures = Figures(run.states, run.transitions, run.depth, run.seconds, run.pruned,
+                      run.complete, run.weight)
+    failure = _failure(subject, run) if run.found is not None else None
+    parents = tuple((pid, -1 if label is None else label) for pid, label in run.parents)
+    return Exploration(bounds, canonical, workers, figures, failure, parents)
 
 
-def _length(found: Found) -> int:
-    """Calls in a failing trace: the path, plus the failing call if there is one."""
-    return len(found[1]) + (found[2] is not None)
-
-
-def _failure(ctx: Context, found: Found) -> Failure:
-    reason, path_ix, op_ix = found
-    path = tuple(ctx.ops[i] for i in path_ix)
-    op = ctx.ops[op_ix] if op_ix is not None else None
+def _failure(ctx: Context, run: Result[int]) -> Failure:
+    found = run.found
+    if found is None:
+        raise ValueError("no failure to render")
+    labels = run.path[:-1] if found.last is not None else run.path
+    path = tuple(ctx.ops[i] for i in labels)
+    op = ctx.ops[found.last] if found.last is not None else None
     b = ctx.bounds
     snippet = render_snippet(ctx.factory, ModelManager, b.slots, b.policy, b.events > 0,
-                             path, op, reason)
-    return Failure(reason, path, op, snippet)
+                             path, op, found.reason)
+    return Failure(found.reason, path, op, snippet)
 
 
 # ------------------------------------------------------------------ obligations

@@ -23,7 +23,7 @@ from evictable.model.types import (
 from evictable.proofs.controls import ARC_BUGS, SEEDED_BUGS, SeededBug
 from evictable.proofs.controls.manager import non_atomic_complete_load, non_atomic_prepare_load
 from evictable.proofs.explore import manager as explore_mod
-from evictable.proofs.explore import worker as explore_worker
+from evictable.proofs.explore import manager_subject as explore_worker
 from evictable.proofs.explore.manager import Bounds, explore, obligations
 from evictable.proofs.explore.ops import Alphabet, Op, invoke
 from evictable.proofs.explore.state import encode

@@ -1,7 +1,8 @@
-"""The explorer's worker side: one state and every edge out of it (see proofs/explore.py).
+"""The CPU manager as a subject of the search engine: one state and every edge out of it.
 
-A worker process (or the parent itself, with one worker) receives frontier states
-as (id, shortest path of op indexes). For each it rebuilds the model and the
+The engine (`explore.engine`, possibly in a forked worker process) hands over a
+state as its payload: the shortest path of op indexes that reaches it. The subject
+rebuilds the model and the
 implementation by replaying the path on fresh instances, checks the state (every
 named invariant, snapshots equal, the implementation's `check_invariants()`), and
 then makes every op of the alphabet on working copies of both, comparing replies
@@ -15,20 +16,22 @@ sent to the parent, which deduplicates globally.
 
 from __future__ import annotations
 
+import math
 import pickle
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from evictable.model.invariants import check_snapshot
 from evictable.model.manager import MODEL_POLICIES, ModelManager
 from evictable.model.types import ManagerSnapshot
+from evictable.proofs.explore.engine import Expansion, Found
 from evictable.proofs.explore.ops import Alphabet, invoke
 from evictable.proofs.explore.state import Code, encode, mentioned_keys
 from evictable.proofs.explore.trace import Factory
 from evictable.proofs.lockstep.compare import diff, judge
 
-__all__ = ["Bounds", "Chunk", "Context", "Found", "expand_chunk", "init_worker"]
+__all__ = ["Bounds", "Context", "ManagerSubject", "Payload"]
 
 
 @dataclass(frozen=True)
@@ -60,12 +63,6 @@ class Bounds:
             raise ValueError("max_ref must be at least 1")
         if self.policy not in MODEL_POLICIES:
             raise ValueError(f"unknown policy {self.policy!r}; known: {sorted(MODEL_POLICIES)}")
-
-
-Found = tuple[str, tuple[int, ...], int | None]
-New = tuple[int, int, Code, int]
-"""A successor: (parent id, op index, code, number of keys it mentions)."""
-Chunk = tuple[int, int, list[New], Found | None]
 
 
 class Context:
@@ -125,14 +122,6 @@ class Context:
         return lambda: pickle.loads(blob)
 
 
-_CTX: Context | None = None
-
-
-def init_worker(ctx: Context) -> None:
-    global _CTX
-    _CTX = ctx
-
-
 def _post(obj: Any) -> tuple[object, str | None]:
     try:
         return obj.snapshot(), None
@@ -174,70 +163,79 @@ def _state_failure(model: ModelManager, impl: Any) -> tuple[ManagerSnapshot, Any
     return m_pre, i_pre, None
 
 
-def _expand(ctx: Context, sid: int, path: tuple[int, ...]) -> Chunk:
-    """Check state `sid` (reached by `path`) and every edge out of it."""
-    try:
-        model, impl = ctx.fresh(path)
-    except Exception as exc:  # the factory itself failed: report, do not crash the pool
-        return 0, 0, [], (f"building the state raised {type(exc).__name__}: {exc}", path, None)
-    m_pre, i_pre, why = _state_failure(model, impl)
-    if why is not None:
-        return 0, 0, [], (why, path, None)
-    make_m, make_i = ctx.cloner(model), ctx.cloner(impl)
-    wm: Any = None
-    wi: Any = None
-    hist: list[int] = []
-    edges = pruned = 0
-    new: list[New] = []
-    limit = ctx.bounds.events
-    for oi in ctx.ops_in(m_pre):
-        op = ctx.ops[oi]
-        if wm is None:
-            fm, fi = (make_m, make_i) if make_m and make_i else (None, None)
-            wm, wi = (fm(), fi()) if fm and fi else ctx.fresh(path)
-            hist = []
-        rm, ri = invoke(wm, op), invoke(wi, op)
-        m_post = wm.snapshot()
-        i_post, why = _post(wi)
-        m_same = m_post == m_pre
-        edges += 1
-        if why is None:
-            found = judge(rm, ri, m_pre, i_pre, m_post, i_post)
-            why = found.reason if found is not None else _counters(wi, m_post)
+Payload = tuple[tuple[int, ...], int]
+"""A state as the explorer hands it around: (shortest path of op indexes, number of
+keys it mentions)."""
+
+
+class ManagerSubject(Context):
+    """The CPU manager as a subject of `explore.engine.search`: the model's states,
+    the implementation stepped beside it on every edge."""
+
+    def root(self) -> tuple[Hashable, Payload]:
+        b = self.bounds
+        code, _ = encode(ModelManager(b.slots, b.policy, b.events > 0).snapshot(),
+                         self.canonical)
+        return code, ((), 0)
+
+    def weight(self, payload: Payload) -> int:
+        """How many states before the quotient by key renaming this one stands for: a
+        canonical state mentioning m of the K keys stands for K!/(K-m)! states (the
+        keys it mentions are told apart by slot or list position)."""
+        return math.perm(self.bounds.keys, payload[1]) if self.canonical else 1
+
+    def expand(self, payload: Payload) -> Expansion[Payload, int]:
+        """Check the state reached by the payload's path and every edge out of it."""
+        path = payload[0]
+        out: Expansion[Payload, int] = Expansion()
+        try:
+            model, impl = self.fresh(path)
+        except Exception as exc:  # the factory itself failed: report, do not crash the pool
+            out.found = Found(f"building the state raised {type(exc).__name__}: {exc}")
+            return out
+        m_pre, i_pre, why = _state_failure(model, impl)
         if why is not None:
-            if hist:  # the working copies saw earlier no-op calls: is the failure theirs?
-                again = ctx.fresh(path)
-                ra, rb = invoke(again[0], op), invoke(again[1], op)
-                pa, pb = again[0].snapshot(), _post(again[1])
-                if pb[1] is None and judge(ra, rb, m_pre, i_pre, pa, pb[0]) is None:
-                    return edges, pruned, new, (why, path + tuple(hist), oi)
-            return edges, pruned, new, (why, path, oi)
-        if m_same:
-            # Agreement makes i_post == m_post == m_pre == i_pre: both copies are
-            # (observably) still the pre-state and serve the next op.
-            hist.append(oi)
-            continue
-        wm = None
-        if limit and len(m_post.pending_events) > limit:
-            pruned += 1
-            continue
-        code, mentioned_now = encode(m_post, ctx.canonical)
-        if code not in ctx.seen:
-            ctx.seen.add(code)
-            new.append((sid, oi, code, len(mentioned_now)))
-    return edges, pruned, new, None
-
-
-def expand_chunk(items: list[tuple[int, tuple[int, ...]]]) -> Chunk:
-    ctx = _CTX
-    if ctx is None:
-        raise RuntimeError("explorer worker used before initialisation")
-    edges = pruned = 0
-    new: list[New] = []
-    for sid, path in items:
-        e, p, n, found = _expand(ctx, sid, path)
-        edges, pruned = edges + e, pruned + p
-        new.extend(n)
-        if found is not None:
-            return edges, pruned, new, found
-    return edges, pruned, new, None
+            out.found = Found(why)
+            return out
+        make_m, make_i = self.cloner(model), self.cloner(impl)
+        wm: Any = None
+        wi: Any = None
+        hist: list[int] = []
+        limit = self.bounds.events
+        for oi in self.ops_in(m_pre):
+            op = self.ops[oi]
+            if wm is None:
+                fm, fi = (make_m, make_i) if make_m and make_i else (None, None)
+                wm, wi = (fm(), fi()) if fm and fi else self.fresh(path)
+                hist = []
+            rm, ri = invoke(wm, op), invoke(wi, op)
+            m_post = wm.snapshot()
+            i_post, why = _post(wi)
+            out.edges += 1
+            if why is None:
+                found = judge(rm, ri, m_pre, i_pre, m_post, i_post)
+                why = found.reason if found is not None else _counters(wi, m_post)
+            if why is not None:
+                if hist:  # the working copies saw earlier no-op calls: is the failure theirs?
+                    again = self.fresh(path)
+                    ra, rb = invoke(again[0], op), invoke(again[1], op)
+                    pa, pb = again[0].snapshot(), _post(again[1])
+                    if pb[1] is None and judge(ra, rb, m_pre, i_pre, pa, pb[0]) is None:
+                        out.found = Found(why, oi, path + tuple(hist))
+                        return out
+                out.found = Found(why, oi)
+                return out
+            if m_post == m_pre:
+                # Agreement makes i_post == m_post == m_pre == i_pre: both copies are
+                # (observably) still the pre-state and serve the next op.
+                hist.append(oi)
+                continue
+            wm = None
+            if limit and len(m_post.pending_events) > limit:
+                out.pruned += 1
+                continue
+            code, mentioned_now = encode(m_post, self.canonical)
+            if code not in self.seen:  # this process's own filter: less to send back
+                self.seen.add(code)
+                out.successors.append((code, ((*path, oi), len(mentioned_now)), oi))
+        return out

@@ -51,8 +51,8 @@ from bench.runner import standalone
 from evictable.impl.manager import CPUOffloadingManager
 from evictable.model.types import ManagerSnapshot
 from evictable.proofs.explore.manager import LEVEL_BOUNDS, Exploration, explore
-from evictable.proofs.explore.ops import Op, invoke
 from evictable.proofs.explore.manager_subject import Bounds, Context
+from evictable.proofs.explore.ops import Op, invoke
 
 __all__ = ["TARGET_STATES_PER_S", "main", "run"]
 

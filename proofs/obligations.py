@@ -2,7 +2,7 @@
 
 An `Obligation` has a stable dotted name (e.g. `cpu.consecution.load_end.LOADING->READY`),
 a one-line statement, and a `check` callable returning an `Outcome`. Obligations
-built on Z3 use `z3_valid` / `z3_sat`: a claim is *proved* when its negation is
+built on Z3 use `proofs.z3.solver`: a claim is *proved* when its negation is
 unsatisfiable, and the model of a satisfiable negation is the counterexample. A
 Z3 `unknown` is reported as `unknown`, which counts as a failure.
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,8 +30,6 @@ __all__ = [
     "refuted",
     "run_all",
     "run_one",
-    "z3_sat",
-    "z3_valid",
 ]
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -149,54 +147,6 @@ def format_result(r: Result) -> str:
     if not r.ok and r.counterexample:
         line += "  | " + r.counterexample.splitlines()[0]
     return line
-
-
-# ------------------------------------------------------------------ Z3 helpers
-
-
-def _z3() -> Any:
-    import z3  # imported lazily: only proofs/ depends on z3
-
-    return z3
-
-
-def z3_valid(
-    claim: Any,
-    timeout_s: float,
-    describe: Callable[[Any], str],
-    assumptions: Sequence[Any] = (),
-) -> Outcome:
-    """Prove `assumptions ⇒ claim` by refuting its negation.
-
-    `describe(model)` renders a counterexample model as readable text.
-    """
-    z3 = _z3()
-    s = z3.Solver()
-    s.set("timeout", int(timeout_s * 1000))
-    s.add(*assumptions)
-    s.add(z3.Not(claim))
-    r = s.check()
-    if r == z3.unsat:
-        return proved()
-    if r == z3.sat:
-        return refuted(describe(s.model()))
-    return Outcome(Status.UNKNOWN, f"z3 returned unknown: {s.reason_unknown()}")
-
-
-def z3_sat(
-    formulas: Sequence[Any], timeout_s: float, what: str = "formula"
-) -> Outcome:
-    """Non-vacuity: `formulas` are jointly satisfiable (PROVED), else COUNTEREXAMPLE."""
-    z3 = _z3()
-    s = z3.Solver()
-    s.set("timeout", int(timeout_s * 1000))
-    s.add(*formulas)
-    r = s.check()
-    if r == z3.sat:
-        return proved()
-    if r == z3.unsat:
-        return refuted(f"{what} is unsatisfiable (vacuous)")
-    return Outcome(Status.UNKNOWN, f"z3 returned unknown: {s.reason_unknown()}")
 
 
 def iter_failures(results: Iterable[Result]) -> Iterator[Result]:

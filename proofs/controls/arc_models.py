@@ -140,3 +140,8 @@ class TouchPromotesPending(ModelArc):
             self.t2.append(key)
             return
         super()._touch_one(key, ref_of)
+
+
+def floor_division_b1_hit(target: float, b1: int, b2: int, capacity: int) -> float:
+    """A plausible slip: the ratio computed with integer division."""
+    return min(target + max(1, b2 // b1), capacity)

@@ -1,4 +1,11 @@
-"""ARC list membership as a per-key transition relation: Z3 induction, and its bridge.
+"""Z3 obligations for ARC: the adaptive target over the reals, and list membership
+as a per-key transition relation (induction over an unbounded key sort).
+
+* `arc.z3.target_b1_hit_in_range` / `_b2_hit_in_range`: a ghost hit keeps
+  `0 <= target <= N` for every real target in range and all list sizes (unbounded);
+  `arc.z3.target_encoding_matches_model`: the Z3 terms compute what
+  `model.arc.target_after_b1_hit` / `_b2_hit` compute, so the two cannot drift.
+* `arc.z3.membership_inductive`, below.
 
 One key's ARC position is four booleans -- in T1, in T2, in B1, in B2 -- next to its
 residency and ref count. Each event is a relation between that key's values before
@@ -9,7 +16,7 @@ and after (`RELATIONS`), written once over `model.invariants.Logic`, so that:
   disjoint, T1 ∪ T2 = residents -- holds initially and is kept by every event
   (`arc.z3.membership_inductive`), and that each event is possible (non-vacuity);
 * the *bridge* evaluates the same relations on Python booleans over every edge of
-  the exhaustive exploration of the executable model (`evictable.proofs.explore.arc_search`), for
+  the exhaustive exploration of the executable model (`explore.arc`), for
   every key: the model's steps are steps of the proved relation
   (`arc.z3.relation_matches_model`), so the two cannot drift apart.
 
@@ -20,14 +27,17 @@ promises: a victim is resident with ref 0, goes to B1 from T1 and to B2 from T2.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
-from evictable.model.invariants import PY_LOGIC, Logic
-from evictable.model.types import Key
-from evictable.proofs.explore.arc_search import Edge, EdgeCheck
-from evictable.proofs.obligations import Outcome, Status, proved, z3_sat, z3_valid
+from evictable.model.arc import target_after_b1_hit, target_after_b2_hit
+from evictable.model.invariants import Logic
+from evictable.proofs.controls.arc_models import floor_division_b1_hit
+from evictable.proofs.obligations import Obligation, Outcome, Status, proved, refuted
+from evictable.proofs.z3.solver import z3_sat, z3_valid
 
 __all__ = [
     "EVENTS",
@@ -36,7 +46,6 @@ __all__ = [
     "Params",
     "inductive_check",
     "membership",
-    "relation_edge_check",
 ]
 
 
@@ -217,40 +226,153 @@ def inductive_check(relations: dict[str, Relation]) -> Callable[[float], Outcome
 # ---------------------------------------------------------------- the bridge
 
 
-def _py_view(w: Any, key: Key) -> KeyView:
-    pol = w.policy
-    ref = w.ref_of(key)
-    return KeyView(key in pol.t1, key in pol.t2, key in pol.b1, key in pol.b2,
-                   ref is not None, -9 if ref is None else ref)
+# ---------------------------------------------------------------- the target range
 
 
-def _event_of(e: Edge) -> tuple[str, int | None]:
-    if e.is_evict:
-        return "evict", None
-    name, _, key = e.label.partition(" ")
-    return name, int(key) if key else None
+def _z3() -> Any:
+    import z3
+
+    return z3
 
 
-def relation_edge_check(relations: dict[str, Relation]) -> EdgeCheck:
-    """An explorer edge check: the model's step satisfies its event's relation, per key."""
+def _max(z3: Any, a: Any, b: Any) -> Any:
+    """Python's `max(a, b)`: `b` when `b > a`, else `a`."""
+    return z3.If(b > a, b, a)
 
-    def check(e: Edge, capacity: int) -> str | None:
-        event, x = _event_of(e)
-        victims = set(e.victims or ())
-        keys: set[Key] = {k for w in (e.pre, e.post) for k, _ in w.refs}
-        for w in (e.pre, e.post):
-            keys |= {*w.policy.t1, *w.policy.t2, *w.policy.b1, *w.policy.b2}
-        for key in sorted(keys | ({x} if x is not None else set()), key=repr):
-            k, n = _py_view(e.pre, key), _py_view(e.post, key)
-            victim = key in victims
-            p = Params(
-                is_x=key == x,
-                victim=victim,
-                trim1=(k.b1 or (victim and k.t1)) and not n.b1,
-                trim2=(k.b2 or (victim and not k.t1)) and not n.b2,
-            )
-            if not relations[event](PY_LOGIC, k, n, p):
-                return f"step `{e.label}` is not a `{event}` step for key {key}: {k} -> {n}"
-        return None
 
-    return check
+def _min(z3: Any, a: Any, b: Any) -> Any:
+    """Python's `min(a, b)`: `b` when `b < a`, else `a`."""
+    return z3.If(b < a, b, a)
+
+
+def b1_hit_term(t: Any, b1: Any, b2: Any, n: Any, capped: bool = True) -> Any:
+    """Z3 encoding of `target_after_b1_hit` (real arithmetic)."""
+    z3 = _z3()
+    raw = t + _max(z3, z3.RealVal(1), z3.ToReal(b2) / z3.ToReal(b1))
+    return _min(z3, raw, z3.ToReal(n)) if capped else raw
+
+
+def b2_hit_term(t: Any, b1: Any, b2: Any, floored: bool = True) -> Any:
+    """Z3 encoding of `target_after_b2_hit` (real arithmetic)."""
+    z3 = _z3()
+    raw = t - _max(z3, z3.RealVal(1), z3.ToReal(b1) / z3.ToReal(b2))
+    return _max(z3, raw, z3.RealVal(0)) if floored else raw
+
+
+def _range_check(which: str, broken: bool) -> Callable[[float], Outcome]:
+    def run(timeout_s: float) -> Outcome:
+        z3 = _z3()
+        t = z3.Real("target")
+        n, b1, b2 = z3.Ints("N b1 b2")
+        rn = z3.ToReal(n)
+        pre = [n >= 0, b1 >= 0, b2 >= 0, b1 <= n, b2 <= n, t >= 0, t <= rn]
+        if which == "b1":
+            pre.append(b1 >= 1)
+            new = b1_hit_term(t, b1, b2, n, capped=not broken)
+        else:
+            pre.append(b2 >= 1)
+            new = b2_hit_term(t, b1, b2, floored=not broken)
+        claim = z3.And(new >= 0, new <= rn)
+
+        def describe(m: Any) -> str:
+            return (f"target={m.eval(t)}, N={m.eval(n)}, |B1|={m.eval(b1)}, |B2|={m.eval(b2)}"
+                    f" -> target'={m.eval(new, model_completion=True)}")
+
+        return z3_valid(claim, timeout_s, describe, pre)
+
+    return run
+
+
+def _as_fraction(z3: Any, term: Any) -> Fraction:
+    v = z3.simplify(term)
+    return Fraction(v.numerator_as_long(), v.denominator_as_long())
+
+
+def _encoding_check(
+    b1_fn: Callable[[float, int, int, int], float],
+    b2_fn: Callable[[float, int, int], float],
+) -> Callable[[float], Outcome]:
+    """The Z3 terms and the Python functions agree on every small concrete input."""
+
+    def run(timeout_s: float) -> Outcome:
+        z3 = _z3()
+        for n in range(0, 5):
+            targets = sorted({Fraction(i, 6) * n for i in range(7)} | {Fraction(1, 3)})
+            for b1 in range(0, n + 1):
+                for b2 in range(0, n + 1):
+                    for t in (x for x in targets if x <= n):
+                        tz = z3.RealVal(str(t))
+                        zb1, zb2, zn = z3.IntVal(b1), z3.IntVal(b2), z3.IntVal(n)
+                        checks = []
+                        if b1 >= 1:
+                            checks.append(("b1", b1_hit_term(tz, zb1, zb2, zn),
+                                           b1_fn(float(t), b1, b2, n)))
+                        if b2 >= 1:
+                            checks.append(("b2", b2_hit_term(tz, zb1, zb2),
+                                           b2_fn(float(t), b1, b2)))
+                        for which, term, py in checks:
+                            exact = _as_fraction(z3, term)
+                            if not math.isclose(float(exact), py, rel_tol=1e-12, abs_tol=1e-12):
+                                return refuted(f"{which} hit at target={t}, N={n}, |B1|={b1}, "
+                                               f"|B2|={b2}: z3 {exact} != model {py}")
+        return proved()
+
+    return run
+
+
+def _leaky_touch(lg: Logic, k: KeyView, n: KeyView, p: Params) -> Any:
+    """Broken touch relation: a ready T1 key joins T2 but stays in T1."""
+    promoted = lg.and_(p.is_x, k.t1, lg.ge(k.ref, 0))
+    return lg.and_(
+        lg.implies(promoted, lg.and_(n.t1, n.t2, lg.iff(n.b1, k.b1), lg.iff(n.b2, k.b2),
+                                     lg.iff(n.res, k.res), lg.eq(n.ref, k.ref))),
+        lg.implies(lg.not_(promoted),
+                   lg.and_(lg.iff(n.t1, k.t1), lg.iff(n.t2, k.t2), lg.iff(n.b1, k.b1),
+                           lg.iff(n.b2, k.b2), lg.iff(n.res, k.res))),
+    )
+
+
+# ---------------------------------------------------------------- the group
+
+
+def obligations(level: str) -> list[Obligation]:
+    """The ARC target-range proofs (reals) and the membership induction over keys."""
+    obs: list[Obligation] = [
+        Obligation(
+            "arc.z3.target_b1_hit_in_range",
+            "0 ≤ t ≤ N ∧ 1 ≤ |B1| ⇒ 0 ≤ min(t + max(1, |B2|/|B1|), N) ≤ N (reals, unbounded)",
+            _range_check("b1", broken=False),
+            _range_check("b1", broken=True),
+            "a B1 hit without the cap at N is refuted",
+            tags=("z3", "arc"),
+        ),
+        Obligation(
+            "arc.z3.target_b2_hit_in_range",
+            "0 ≤ t ≤ N ∧ 1 ≤ |B2| ⇒ 0 ≤ max(t − max(1, |B1|/|B2|), 0) ≤ N (reals, unbounded)",
+            _range_check("b2", broken=False),
+            _range_check("b2", broken=True),
+            "a B2 hit without the floor at 0 is refuted",
+            tags=("z3", "arc"),
+        ),
+        Obligation(
+            "arc.z3.target_encoding_matches_model",
+            "the Z3 target terms compute model.arc's target functions (N ≤ 4, all sizes)",
+            _encoding_check(target_after_b1_hit, target_after_b2_hit),
+            _encoding_check(floor_division_b1_hit, target_after_b2_hit),
+            "a B1 hit computed with integer division is told apart from the encoding",
+            tags=("z3", "arc"),
+        ),
+    ]
+    obs.append(
+        Obligation(
+            "arc.z3.membership_inductive",
+            "T1 ∩ T2 = ∅, B1 ∩ B2 = ∅, residents ∩ ghosts = ∅, T1 ∪ T2 = residents: true "
+            "initially and kept by every ARC event, for any number of keys (per-key "
+            "relation of evictable.proofs.z3.arc; each event non-vacuous)",
+            inductive_check(RELATIONS),
+            inductive_check({**RELATIONS, "touch": _leaky_touch}),
+            "a touch relation that adds the key to T2 without taking it out of T1 is refuted",
+            tags=("z3", "arc"),
+        )
+    )
+    return obs

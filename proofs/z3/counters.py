@@ -20,7 +20,7 @@ import z3
 
 from evictable.model import lifecycle
 from evictable.model.lifecycle import Machine, Transition, counter_delta
-from evictable.proofs.obligations import Obligation, Outcome, z3_valid
+from evictable.proofs.obligations import Obligation, Outcome
 from evictable.proofs.registry import Level
 from evictable.proofs.z3.encode import (
     BlockTerms,
@@ -32,6 +32,7 @@ from evictable.proofs.z3.encode import (
     transition_label,
     transition_term,
 )
+from evictable.proofs.z3.solver import z3_valid
 
 __all__ = ["BLOCKS", "DeltaFn", "check_counter_batch", "check_counter_step", "obligations"]
 

@@ -34,11 +34,12 @@ from typing import Any
 
 import z3
 
-from evictable.proofs.obligations import Obligation, Outcome, z3_valid
+from evictable.proofs.obligations import Obligation, Outcome
 from evictable.proofs.registry import Level
 from evictable.proofs.z3.slots import bind as _ob
 from evictable.proofs.z3.slots import obligations as slot_obligations
 from evictable.proofs.z3.slots import pick as _pick
+from evictable.proofs.z3.solver import z3_valid
 
 __all__ = [
     "BLOCKS",

@@ -38,8 +38,9 @@ from typing import Any
 import z3
 
 from evictable.model.lifecycle import GPU_MACHINE, GpuEvent, Hook, RefGuard, Transition, derive_hook
-from evictable.proofs.obligations import Obligation, Outcome, Status, z3_sat, z3_valid
+from evictable.proofs.obligations import Obligation, Outcome, Status
 from evictable.proofs.registry import Level
+from evictable.proofs.z3.solver import z3_sat, z3_valid
 
 __all__ = ["BOUNDS", "QState", "obligations", "well_formed"]
 

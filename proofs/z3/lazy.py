@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from evictable.model.lazy_offload import Validation
-from evictable.proofs.obligations import Obligation, Outcome, Status, proved, z3_sat, z3_valid
+from evictable.proofs.obligations import Obligation, Outcome, Status, proved
+from evictable.proofs.z3.solver import z3_sat, z3_valid
 
 __all__ = ["obligations", "pool_ops_keep_scan_complete"]
 

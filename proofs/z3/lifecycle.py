@@ -47,7 +47,7 @@ from evictable.model.lifecycle import (
     Transition,
     derive_hook,
 )
-from evictable.proofs.obligations import Obligation, Outcome, Status, proved, refuted, z3_valid
+from evictable.proofs.obligations import Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.registry import Level
 from evictable.proofs.z3.encode import (
     REFERENCE_MACHINES,
@@ -68,6 +68,7 @@ from evictable.proofs.z3.encode import (
     transition_term,
     violated,
 )
+from evictable.proofs.z3.solver import z3_valid
 
 __all__ = [
     "GHOSTS",

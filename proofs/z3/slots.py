@@ -21,8 +21,9 @@ from typing import Any
 
 import z3
 
-from evictable.proofs.obligations import Obligation, Outcome, z3_valid
+from evictable.proofs.obligations import Obligation, Outcome
 from evictable.proofs.registry import Level
+from evictable.proofs.z3.solver import z3_valid
 
 __all__ = [
     "SLOTS",

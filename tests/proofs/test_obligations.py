@@ -13,9 +13,8 @@ from evictable.proofs.obligations import (
     refuted,
     run_all,
     run_one,
-    z3_sat,
-    z3_valid,
 )
+from evictable.proofs.z3.solver import z3_sat, z3_valid
 
 
 def _never(_: object) -> str:

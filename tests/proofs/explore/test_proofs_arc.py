@@ -1,18 +1,20 @@
-"""The ARC obligations (`proofs.explore.arc`) hold, and every negative control is refuted."""
+"""The ARC obligations (`explore.arc`, `z3.arc`) hold; every negative control is refuted."""
 
 from __future__ import annotations
 
 import pytest
 
-from evictable.proofs.explore.arc import _explore_model, obligations
+from evictable.proofs.explore import arc as bounded
+from evictable.proofs.explore.arc import _explore_model
 from evictable.proofs.obligations import Status, run_one
 from evictable.proofs.registry import GROUPS
+from evictable.proofs.z3 import arc as z3_arc
 
-OBLIGATIONS = obligations("quick")
+OBLIGATIONS = [*z3_arc.obligations("quick"), *bounded.obligations("quick")]
 
 
 def test_arc_group_is_registered() -> None:
-    assert "evictable.proofs.explore.arc" in GROUPS
+    assert {"evictable.proofs.explore.arc", "evictable.proofs.z3.arc"} <= set(GROUPS)
     names = [ob.name for ob in OBLIGATIONS]
     assert len(names) == len(set(names))
     assert all(ob.negative is not None for ob in OBLIGATIONS)

@@ -249,12 +249,20 @@ class _Machine(RuleBasedStateMachine):
         `remove`) or `touch`, which fails on the first or second key -- after the
         policy has already changed for the first one."""
         lock = self.lock
-        if hook == "remove":
+        # A hook is reached only through keys in the right state: start from the drawn
+        # hook and take the first one whose keys exist now (touch always can).
+        reaches = {"remove": (_P,), "mark_non_evictable": (_R,),
+                   "mark_evictable": (_P, _L), "touch": ()}
+        order = _HOOK_FAULTS[_HOOK_FAULTS.index(hook):] + _HOOK_FAULTS[:_HOOK_FAULTS.index(hook)]
+        hook = next(h for h in order if not reaches[h] or lock.keys_in(*reaches[h]))
+        if hook == "mark_evictable" and not lock.keys_in(_P):
+            call = Call.keys("complete_load", self._keys(data, lock.keys_in(_L), 3))
+        elif hook == "remove":
             call = Call.keys("complete_store", self._keys(data, lock.keys_in(_P), 4),
                              success=False)
         elif hook == "mark_non_evictable":
             call = Call.keys("prepare_load", self._keys(data, lock.keys_in(_R), 3))
-        elif hook == "mark_evictable" and data.draw(_COIN):
+        elif hook == "mark_evictable" and (not lock.keys_in(_L) or data.draw(_COIN)):
             call = Call.keys("complete_store", self._keys(data, lock.keys_in(_P), 4))
         elif hook == "mark_evictable":
             call = Call.keys("complete_load", self._keys(data, lock.keys_in(_L), 3))

@@ -50,9 +50,10 @@ from typing import Any
 from bench.runner import standalone
 from evictable.impl.manager import CPUOffloadingManager
 from evictable.model.types import ManagerSnapshot
-from evictable.proofs.explore.manager import LEVEL_BOUNDS, Exploration, explore
+from evictable.proofs.explore.manager import Exploration, explore
 from evictable.proofs.explore.manager_subject import Bounds, Context
 from evictable.proofs.explore.ops import Op, invoke
+from evictable.proofs.policies import profile
 
 __all__ = ["TARGET_STATES_PER_S", "main", "run"]
 
@@ -293,7 +294,7 @@ def _plot(out: dict[str, Any]) -> dict[str, Any]:
 def run(quick: bool) -> dict[str, Any]:
     """Explorer rates, floors per edge and the ceilings they imply; see the module doc."""
     level = "quick" if quick else "default"
-    bounds = LEVEL_BOUNDS[level]["lru"]
+    bounds = profile("lru").explore[level]
     n_sample, reps = (30, 1) if quick else (200, 3)
     cpu = os.cpu_count()
     cores = cpu or 2

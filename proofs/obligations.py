@@ -1,15 +1,30 @@
 """Proof obligations as records, and the one runner that discharges them.
 
 An `Obligation` has a stable dotted name (e.g. `cpu.consecution.load_end.LOADING->READY`),
-a one-line statement, and a `check` callable returning an `Outcome`. Obligations
-built on Z3 use `proofs.z3.solver`: a claim is *proved* when its negation is
-unsatisfiable, and the model of a satisfiable negation is the counterexample. A
-Z3 `unknown` is reported as `unknown`, which counts as a failure.
+a one-line statement, a **kind** -- what sort of evidence discharging it gives --
+its **bounds** (the sizes it covers, the examples it runs) and a `check` callable
+returning an `Outcome`:
+
+* `Kind.UNBOUNDED` -- proved for all sizes (Z3 over unbounded sorts or reals);
+* `Kind.BOUNDED` -- proved by Z3 up to the stated bound;
+* `Kind.EXPLORED` -- every reachable state at the stated bounds was visited;
+* `Kind.TESTED` -- random testing (examples x steps, seed): evidence, not a proof.
+
+Only the first two are ever printed as proofs; a claim of the other kinds that
+holds is printed as `explored` or `passed`.
 
 Every obligation may carry a `negative` control: the same check run against a
-deliberately broken variant, which must come back `counterexample`. The runner
-runs both and reports the control as its own record (`<name>~neg`), whose status
-is `proved` exactly when the broken variant was caught.
+deliberately broken variant (`proofs.controls`, or a broken encoding), which must
+come back with a counterexample. The runner runs both and reports the control as
+its own record (`<name>~neg`): `refuted` when the broken variant was caught, a
+failure (`not refuted`) when it was not -- a check that cannot tell a broken
+variant from the real thing is vacuous.
+
+**Wall-clock bound.** Each check runs under a budget of `timeout_s` seconds (the
+runner's argument, per check: a claim and its control each get one). The runner
+publishes the check's deadline (`deadline()`); every engine honours it -- Z3 calls
+clip their timeout to it, the explorers and the conformance engines stop at it --
+and a check that returns after it is `unknown`, which counts as a failure.
 """
 
 from __future__ import annotations
@@ -17,41 +32,63 @@ from __future__ import annotations
 import enum
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "DeadlineExceeded",
+    "Kind",
     "Obligation",
     "Outcome",
     "Result",
     "Status",
+    "check_deadline",
+    "deadline",
     "format_result",
     "proved",
     "refuted",
+    "remaining",
     "run_all",
     "run_one",
 ]
 
-DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_TIMEOUT_S = 120.0
+"""The default wall-clock bound of one check, in seconds."""
+
+class Kind(enum.Enum):
+    """What discharging an obligation establishes."""
+
+    UNBOUNDED = "unbounded"  # proved for all sizes
+    BOUNDED = "bounded"  # proved up to the stated bound
+    EXPLORED = "explored"  # every reachable state at the stated bounds visited
+    TESTED = "tested"  # random testing: examples x steps, seed
 
 
 class Status(enum.Enum):
-    PROVED = "proved"
+    """How a check (or a negative control) came out."""
+
+    PROVED = "holds"  # the claim holds (for the obligation's kind and bounds)
     COUNTEREXAMPLE = "counterexample"
-    UNKNOWN = "unknown"
-    ERROR = "error"
+    UNKNOWN = "unknown"  # undecided: Z3 unknown, a bound reached, the budget spent
+    ERROR = "error"  # the check could not be run
+    REFUTED = "refuted"  # a negative control: the broken variant was caught
+    NOT_REFUTED = "not refuted"  # a negative control that was not caught: vacuous
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a check found: a status and, for a counterexample, readable text."""
+    """What a check found: a status, readable text for a counterexample, and `detail`
+    (the figures the run reached: states and transitions, examples and steps)."""
 
     status: Status
     counterexample: str = ""
+    detail: str = ""
 
 
-def proved() -> Outcome:
-    return Outcome(Status.PROVED)
+def proved(detail: str = "") -> Outcome:
+    return Outcome(Status.PROVED, detail=detail)
 
 
 def refuted(text: str) -> Outcome:
@@ -64,6 +101,7 @@ class Obligation:
 
     `check(timeout_s)` decides the claim; `negative(timeout_s)`, when given, decides
     the same claim for a deliberately broken variant and must find a counterexample.
+    `timeout_s` is the check's wall-clock budget (also published as `deadline()`).
     """
 
     name: str
@@ -72,56 +110,129 @@ class Obligation:
     negative: Callable[[float], Outcome] | None = None
     negative_statement: str = ""
     tags: tuple[str, ...] = field(default_factory=tuple)
+    kind: Kind = field(kw_only=True)
+    bounds: str = field(default="", kw_only=True)
+    """The sizes covered, e.g. "N=8 blocks" or "200 examples x 50 steps, seed 0"
+    ("" for an unbounded proof)."""
+
+
+_VERDICT: dict[Kind, str] = {
+    Kind.UNBOUNDED: "proved",
+    Kind.BOUNDED: "proved",
+    Kind.EXPLORED: "explored",
+    Kind.TESTED: "passed",
+}
 
 
 @dataclass(frozen=True)
 class Result:
-    """A discharged obligation: the record every report is made of."""
+    """A discharged obligation (or negative control): the record every report is made of."""
 
     name: str
+    kind: Kind
+    bounds: str
     status: Status
     seconds: float
     counterexample: str = ""
     statement: str = ""
+    detail: str = ""
+    budget_s: float = DEFAULT_TIMEOUT_S
+    control_of: str | None = None
+    """For a negative control: the name of the obligation it controls."""
 
     @property
     def ok(self) -> bool:
-        return self.status is Status.PROVED
+        return self.status in (Status.PROVED, Status.REFUTED)
+
+    @property
+    def verdict(self) -> str:
+        """The word a report prints: `proved` only for the two kinds of proof."""
+        if self.status is Status.PROVED:
+            return _VERDICT[self.kind]
+        return str(self.status.value)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
+            "kind": self.kind.value,
+            "bounds": self.bounds,
             "status": self.status.value,
+            "verdict": self.verdict,
+            "ok": self.ok,
             "seconds": round(self.seconds, 4),
-            "counterexample": self.counterexample,
+            "budget_s": self.budget_s,
+            "control_of": self.control_of,
             "statement": self.statement,
+            "detail": self.detail,
+            "counterexample": self.counterexample,
         }
+
+
+# ------------------------------------------------------------------ the wall-clock bound
+
+_DEADLINE: ContextVar[float | None] = ContextVar("evictable_obligation_deadline", default=None)
+
+
+class DeadlineExceeded(Exception):
+    """Raised by an engine that reaches the running check's deadline."""
+
+
+def deadline() -> float | None:
+    """The running check's deadline (a `time.monotonic()` value), or None outside one."""
+    return _DEADLINE.get()
+
+
+def remaining(default: float) -> float:
+    """Seconds left before the deadline (at least 0.001), or `default` without one."""
+    end = _DEADLINE.get()
+    if end is None:
+        return default
+    return max(0.001, end - time.monotonic())
+
+
+def check_deadline(what: str) -> None:
+    """Raise `DeadlineExceeded` if the running check's deadline has passed."""
+    end = _DEADLINE.get()
+    if end is not None and time.monotonic() > end:
+        raise DeadlineExceeded(f"{what}: the obligation's wall-clock bound was reached")
 
 
 def _timed(fn: Callable[[float], Outcome], timeout_s: float) -> tuple[Outcome, float]:
     start = time.perf_counter()
+    token = _DEADLINE.set(time.monotonic() + timeout_s)
     try:
         outcome = fn(timeout_s)
+    except DeadlineExceeded as exc:
+        outcome = Outcome(Status.UNKNOWN, str(exc))
     except Exception as exc:  # a crashing check is a failed check, reported as such
         outcome = Outcome(Status.ERROR, f"{type(exc).__name__}: {exc}")
-    return outcome, time.perf_counter() - start
+    finally:
+        _DEADLINE.reset(token)
+    seconds = time.perf_counter() - start
+    if seconds > timeout_s and outcome.status is not Status.UNKNOWN:
+        outcome = Outcome(Status.UNKNOWN, f"ran {seconds:.1f}s, past its wall-clock bound of "
+                                          f"{timeout_s:g}s ({outcome.status.value} then)",
+                          outcome.detail)
+    return outcome, seconds
 
 
 def run_one(ob: Obligation, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[Result]:
     """Discharge one obligation and its negative control (if any)."""
     outcome, secs = _timed(ob.check, timeout_s)
-    results = [Result(ob.name, outcome.status, secs, outcome.counterexample, ob.statement)]
+    results = [Result(ob.name, ob.kind, ob.bounds, outcome.status, secs,
+                      outcome.counterexample, ob.statement, outcome.detail, timeout_s)]
     if ob.negative is not None:
         neg, nsecs = _timed(ob.negative, timeout_s)
         if neg.status is Status.COUNTEREXAMPLE:
-            status, text = Status.PROVED, neg.counterexample
+            status, text = Status.REFUTED, neg.counterexample
         elif neg.status is Status.PROVED:
-            status, text = Status.COUNTEREXAMPLE, "negative control was not caught (vacuous?)"
+            status, text = Status.NOT_REFUTED, "the broken variant was not caught (vacuous?)"
         else:
             status, text = neg.status, neg.counterexample
         results.append(
-            Result(f"{ob.name}~neg", status, nsecs, text, ob.negative_statement or
-                   f"broken variant of {ob.name} is refuted")
+            Result(f"{ob.name}~neg", ob.kind, ob.bounds, status, nsecs, text,
+                   ob.negative_statement or f"a broken variant of {ob.name} is refuted",
+                   neg.detail, timeout_s, control_of=ob.name)
         )
     return results
 
@@ -142,8 +253,11 @@ def run_all(
 
 
 def format_result(r: Result) -> str:
-    """One fixed-format line: status, seconds, name (and the first counterexample line)."""
-    line = f"{r.status.value:<14} {r.seconds:8.3f}s  {r.name}"
+    """One fixed-format line: verdict, kind, seconds, name, bounds (and, for a failure,
+    the first counterexample line)."""
+    line = f"{r.verdict:<14} {r.kind.value:<9} {r.seconds:8.3f}s  {r.name}"
+    if r.bounds:
+        line += f"  [{r.bounds}]"
     if not r.ok and r.counterexample:
         line += "  | " + r.counterexample.splitlines()[0]
     return line

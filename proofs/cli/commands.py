@@ -1,4 +1,4 @@
-"""The `explore`, `check` and `replay` subcommands of `evictable` (see proofs/cli.py).
+"""The `explore`, `check` and `replay` subcommands of `evictable` (see `cli.main`).
 
 * `evictable explore [--slots N --keys K --max-ref R --batch B --policy P --events E
   --workers W --no-canonical --savings --max-states N --factory MODULE:FACTORY]`
@@ -9,10 +9,10 @@
   engine and the explorer against it and prints a verdict with the shortest
   failing trace.
 * `evictable replay TRACE.jsonl [--num-blocks N --policy P --events]` checks a
-  recorded trace against the model (format: proofs/replay.py, docs/conformance.md).
+  recorded trace against the model (format: `cli.replay`, docs/conformance.md).
 
-Exit codes: 0 pass, 1 the implementation or trace diverges, 2 usage error (bad
-spec, import failure, malformed trace).
+Each handler returns (exit code, the JSON report's own fields) and raises
+`UsageError` when it cannot run: 0 holds, 1 a finding, 2 could not run.
 """
 
 from __future__ import annotations
@@ -22,57 +22,59 @@ import importlib
 import os
 import sys
 import time
-from dataclasses import replace
 from typing import Any
 
 from evictable.model.manager import MODEL_POLICIES
+from evictable.proofs.cli.errors import UsageError
 from evictable.proofs.explore.manager import DEFAULT_MAX_STATES, Bounds, Exploration, explore
 from evictable.proofs.explore.trace import Factory
 
-__all__ = ["CheckSetupError", "load_factory", "register"]
-
-CHECK_BOUNDS: dict[str, Bounds] = {
-    "lru": Bounds(slots=2, keys=3, max_ref=2, batch=2, events=1),
-    "arc": Bounds(slots=2, keys=4, max_ref=1, batch=2, policy="arc"),
-}
-"""The explorer's bounds for `evictable check`, per policy (seconds each)."""
+__all__ = ["CheckSetupError", "add_parsers", "exploration_fields", "load_factory"]
 
 
-class CheckSetupError(ValueError):
+class CheckSetupError(UsageError, ValueError):
     """`check` cannot start: a bad MODULE:FACTORY spec or an unusable factory."""
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be non-negative, got {value}")
-    return value
+def _count(minimum: int) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    parse.__name__ = "count"
+    return parse
 
 
-def register(subparsers: Any) -> None:
+def add_parsers(subparsers: Any) -> None:
     """Add `explore`, `check` and `replay` to the `evictable` parser."""
     p = subparsers.add_parser(
         "explore", help="exhaustively explore the model for small bounds",
         description="Visit every model state reachable within the bounds, check every "
                     "invariant in every state and the implementation on every edge.")
     d = Bounds()
-    p.add_argument("--slots", type=_positive, default=d.slots, help="CPU slots (num_blocks)")
-    p.add_argument("--keys", type=_positive, default=d.keys, help="size of the key universe")
-    p.add_argument("--max-ref", type=_positive, default=d.max_ref,
+    p.add_argument("--slots", type=_count(0), default=d.slots, help="CPU slots (num_blocks)")
+    p.add_argument("--keys", type=_count(1), default=d.keys, help="size of the key universe")
+    p.add_argument("--max-ref", type=_count(1), default=d.max_ref,
                    help="most loads in flight per block")
-    p.add_argument("--batch", type=_positive, default=d.batch, help="longest key batch")
+    p.add_argument("--batch", type=_count(0), default=d.batch, help="longest key batch")
     p.add_argument("--policy", default=d.policy, help="lru or arc")
-    p.add_argument("--events", type=_positive, default=0,
+    p.add_argument("--events", type=_count(0), default=0,
                    help="enable events, keeping at most this many pending (0: off)")
-    p.add_argument("--workers", type=_positive, default=2, help="worker processes")
+    p.add_argument("--workers", type=_count(1), default=2, help="worker processes")
     p.add_argument("--no-canonical", action="store_true",
                    help="do not quotient states by key renaming")
     p.add_argument("--savings", action="store_true",
                    help="also run without canonicalisation and report the saving")
-    p.add_argument("--max-states", type=_positive, default=DEFAULT_MAX_STATES,
-                   help="stop (incomplete) beyond this many distinct states")
+    p.add_argument("--max-states", type=_count(1), default=DEFAULT_MAX_STATES,
+                   help="stop (incomplete: exit code 2) beyond this many distinct states")
     p.add_argument("--factory", metavar="MODULE:FACTORY", default=None,
-                   help="explore this implementation instead of impl.manager")
+                   help="explore this implementation instead of evictable.impl.manager")
+    p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
     p.set_defaults(handler=cmd_explore)
 
     p = subparsers.add_parser(
@@ -81,12 +83,13 @@ def register(subparsers: Any) -> None:
                     "by MODULE:FACTORY (see docs/conformance.md).")
     p.add_argument("spec", metavar="MODULE:FACTORY",
                    help="factory (num_blocks, policy, enable_events) -> manager")
-    p.add_argument("--examples", type=_positive, default=200, help="conformance examples")
-    p.add_argument("--steps", type=_positive, default=40, help="steps per example")
+    p.add_argument("--examples", type=_count(1), default=200, help="conformance examples")
+    p.add_argument("--steps", type=_count(1), default=40, help="steps per example")
     p.add_argument("--policy", default="lru", help="policy name passed to the factory")
     p.add_argument("--seed", type=int, default=None, help="conformance seed")
-    p.add_argument("--workers", type=_positive, default=2, help="explorer worker processes")
+    p.add_argument("--workers", type=_count(1), default=2, help="explorer worker processes")
     p.add_argument("--no-explore", action="store_true", help="skip the explorer")
+    p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
     p.set_defaults(handler=cmd_check)
 
     p = subparsers.add_parser(
@@ -94,38 +97,63 @@ def register(subparsers: Any) -> None:
         description="Replay recorded manager calls on the model and report the first "
                     "divergence (format: docs/conformance.md).")
     p.add_argument("trace", metavar="TRACE.jsonl")
-    p.add_argument("--num-blocks", type=_positive, default=None,
+    p.add_argument("--num-blocks", type=_count(0), default=None,
                    help="constructor argument when the trace has no header (overrides it)")
     p.add_argument("--policy", default=None, help="policy (overrides the header)")
     p.add_argument("--events", action="store_true", default=None,
                    help="enable events (overrides the header)")
+    p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
     p.set_defaults(handler=cmd_replay)
 
 
 # ------------------------------------------------------------------ explore
 
 
-def cmd_explore(args: argparse.Namespace) -> int:
+def exploration_fields(run: Exploration) -> dict[str, Any]:
+    """An exploration as report fields (`#/$defs/exploration` of the schema)."""
+    b, f = run.bounds, run.figures
+    failure = None
+    if run.failure is not None:
+        failure = {"reason": run.failure.reason,
+                   "calls": len(run.failure.path) + (run.failure.op is not None),
+                   "snippet": run.failure.snippet}
+    return {
+        "bounds": {"policy": b.policy, "slots": b.slots, "keys": b.keys, "max_ref": b.max_ref,
+                   "batch": b.batch, "events": b.events},
+        "canonical": run.canonical,
+        "workers": run.workers,
+        "figures": {"states": f.states, "transitions": f.transitions, "depth": f.max_depth,
+                    "seconds": round(f.seconds, 4), "complete": f.complete,
+                    "pruned": f.pruned, "concrete": f.concrete},
+        "verdict": "ok" if run.ok else "failed" if run.failure else "incomplete",
+        "failure": failure,
+    }
+
+
+def cmd_explore(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     bounds = Bounds(args.slots, args.keys, args.max_ref, args.batch, args.policy, args.events)
     factory: Factory | None = None
     try:
         bounds.check()
-        if args.factory is not None:
-            factory = load_factory(args.factory)
-            _probe(factory, args.policy)
-    except ValueError as exc:  # bad bounds, or CheckSetupError
-        print(f"evictable explore: {exc}", file=sys.stderr)
-        return 2
-    workers = max(1, args.workers)
-    run = explore(bounds, factory, workers=workers, canonical=not args.no_canonical,
+    except ValueError as exc:
+        raise UsageError(f"evictable explore: {exc}") from None
+    if args.factory is not None:
+        factory = load_factory(args.factory)
+        _probe(factory, args.policy)
+    run = explore(bounds, factory, workers=args.workers, canonical=not args.no_canonical,
                   max_states=args.max_states)
     print(run.summary())
     if args.savings and not args.no_canonical and run.ok:
-        plain = explore(bounds, factory, workers=workers, canonical=False,
+        plain = explore(bounds, factory, workers=args.workers, canonical=False,
                         max_states=args.max_states)
         print(plain.summary())
         print(_savings(run, plain))
-    return 0 if run.ok else 1
+    if run.failure is None and not run.figures.complete:
+        return 2, {**exploration_fields(run),
+                   "error": f"evictable explore: stopped at the state limit "
+                            f"({args.max_states}): no verdict (raise --max-states or lower "
+                            "the bounds)"}
+    return (0 if run.ok else 1), exploration_fields(run)
 
 
 def _savings(canon: Exploration, plain: Exploration) -> str:
@@ -178,51 +206,63 @@ def _probe(factory: Factory, policy: str) -> None:
                               f"manager API: missing {missing}")
 
 
-def _conformance(factory: Factory, args: argparse.Namespace) -> tuple[bool, str]:
+def cmd_check(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     from evictable.proofs.lockstep.conformance import run_conformance
+    from evictable.proofs.policies import MissingProfileError, profile
 
-    outcome = run_conformance(factory, args.policy, args.examples, args.steps, seed=args.seed)
-    return bool(outcome.ok), outcome.text()
-
-
-def cmd_check(args: argparse.Namespace) -> int:
+    if args.policy not in MODEL_POLICIES:
+        raise CheckSetupError(f"evictable check: unknown policy {args.policy!r}; the model "
+                              f"knows {sorted(MODEL_POLICIES)}")
     try:
-        if args.policy not in MODEL_POLICIES:
-            raise CheckSetupError(f"unknown policy {args.policy!r}; the model knows "
-                                  f"{sorted(MODEL_POLICIES)}")
+        bounds = profile(args.policy).check
+    except MissingProfileError as exc:
+        raise CheckSetupError(f"evictable check: {exc}") from None
+    try:
         factory = load_factory(args.spec)
         _probe(factory, args.policy)
     except CheckSetupError as exc:
-        print(f"evictable check: {exc}", file=sys.stderr)
-        return 2
+        raise CheckSetupError(f"evictable check: {exc}") from None
     print(f"evictable check {args.spec} (policy {args.policy!r})")
     failures: list[str] = []
     start = time.perf_counter()
-    ok, text = _conformance(factory, args)
+    record = run_conformance(factory, args.policy, args.examples, args.steps, seed=args.seed)
     print(f"conformance ({args.examples} examples x {args.steps} steps, "
-          f"{time.perf_counter() - start:.1f}s): {'pass' if ok else 'FAIL'}")
-    if not ok:
-        failures.append("conformance engine:\n" + text)
+          f"{time.perf_counter() - start:.1f}s): {'pass' if record.ok else 'FAIL'}")
+    if not record.ok:
+        failures.append("conformance engine:\n" + record.text())
+    explored: dict[str, Any] | None = None
     if not args.no_explore:
-        bounds = CHECK_BOUNDS.get(args.policy, replace(CHECK_BOUNDS["lru"], policy=args.policy))
-        run = explore(bounds, factory, workers=max(1, args.workers))
+        run = explore(bounds, factory, workers=args.workers)
         print(f"explorer: {run.figures.line()}: {'pass' if run.ok else 'FAIL'}")
+        explored = exploration_fields(run)
         if not run.ok:
             failures.append("explorer:\n" + run.summary())
+    fields = {
+        "spec": args.spec, "policy": args.policy, "seed": args.seed,
+        "verdict": "rejected" if failures else "conforms",
+        "conformance": {
+            "status": record.status, "examples": record.examples, "steps": record.steps,
+            "examples_run": record.examples_run, "steps_run": record.steps_run,
+            "seconds": round(record.seconds, 4), "faults": record.faults,
+            "reason": record.reason, "trace": record.trace,
+        },
+        "explorer": explored,
+    }
     if failures:
         print("\nverdict: REJECTED\n")
         print("\n\n".join(failures))
-        return 1
+        return 1, fields
     print("verdict: conforms (no divergence found)")
-    return 0
+    return 0, fields
 
 
 # ------------------------------------------------------------------ replay
 
 
-def cmd_replay(args: argparse.Namespace) -> int:
+def cmd_replay(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     from evictable.proofs.cli.replay import Header, TraceFormatError, parse_trace, replay_file
 
+    where = f"evictable replay: {args.trace}"
     try:
         header = None
         if args.num_blocks is not None or args.policy is not None or args.events is not None:
@@ -239,10 +279,20 @@ def cmd_replay(args: argparse.Namespace) -> int:
             )
         report = replay_file(args.trace, header)
     except TraceFormatError as exc:
-        print(f"evictable replay: {args.trace}:{exc.line}: {exc.reason}", file=sys.stderr)
-        return 2
+        raise UsageError(f"{where}:{exc.line}: {exc.reason}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{where}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     except OSError as exc:
-        print(f"evictable replay: cannot read {args.trace}: {exc.strerror}", file=sys.stderr)
-        return 2
+        raise UsageError(f"{where}: cannot read it: {exc.strerror}") from None
     print(report.text())
-    return 0 if report.ok else 1
+    d = report.divergence
+    h = report.header
+    return (0 if report.ok else 1), {
+        "trace": args.trace,
+        "header": {"num_blocks": h.num_blocks, "policy": h.policy,
+                   "enable_events": h.enable_events},
+        "calls": report.calls,
+        "verdict": "matches" if report.ok else "diverges",
+        "divergence": None if d is None else {"line": d.line, "call": d.call,
+                                               "recorded": d.recorded, "model": d.model},
+    }

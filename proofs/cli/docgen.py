@@ -102,13 +102,13 @@ def _edge_label(m: Machine, t: Transition) -> str:
 
 
 def mermaid(m: Machine) -> str:
-    """A Mermaid state diagram; edge labels carry the event, guard and derived hook."""
-    lines = ["```mermaid", "stateDiagram-v2"]
+    """A Mermaid state diagram (raw, as a `.mmd` file holds it); edge labels carry the
+    event, guard and derived hook."""
+    lines = ["stateDiagram-v2"]
     for s in m.initial:
         lines.append(f"    [*] --> {s.name}")
     for t in m.transitions:
         lines.append(f"    {t.source.name} --> {t.target.name} : {_edge_label(m, t)}")
-    lines.append("```")
     return "\n".join(lines)
 
 
@@ -131,7 +131,7 @@ def regions() -> dict[str, str]:
         out[f"{m.name}-states"] = states_table(m)
         out[f"{m.name}-transitions"] = transitions_table(m)
         out[f"{m.name}-rejections"] = rejections_table(m)
-        out[f"{m.name}-diagram"] = mermaid(m)
+        out[f"{m.name}-diagram"] = f"```mermaid\n{mermaid(m)}\n```"
     return out
 
 

@@ -1,202 +1,146 @@
 """The `evictable` command.
 
-Subcommands:
-  verify [--quick | --thorough] [--json PATH] [--only PREFIX]
-                              run every obligation (Z3 proofs, explorer, conformance)
-  diagram [--format mermaid|dot] [--machine cpu|gpu]
-                              print a lifecycle diagram generated from the table
-  bench [...]                 run the benchmarks (see bench/runner.py)
+Subcommands: `verify` (every obligation, `cli.verify`), `check`, `explore`,
+`replay` (`cli.commands`), `diagram` (raw Mermaid or DOT from the lifecycle table)
+and `bench` (runs `bench/` from a checkout; the benchmarks are not installed).
 
-Further subcommands (explore, check, replay) register themselves through
-`EXTRA_COMMANDS`: each module there exposes `register(subparsers)`, which adds a
-parser whose `handler` default takes the parsed arguments and returns an exit code.
+Exit codes, on every path: **0** the claims hold (or the implementation conforms,
+or the trace matches); **1** a finding (a counterexample, a divergence, a failed
+or undecided obligation); **2** the command could not run (bad arguments, an
+unusable factory, an unreadable trace, an incomplete exploration). Every error that
+stops a command is one line on stderr, never a traceback. `--json PATH` writes the
+report described by `cli/schema.json` (`cli.report`), also when the command could
+not run.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import json
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from evictable.proofs.obligations import (
-    DEFAULT_TIMEOUT_S,
-    Obligation,
-    Result,
-    Status,
-    format_result,
-    run_one,
-)
-from evictable.proofs.registry import GROUPS, Level, load_group
+import evictable
+from evictable.proofs.cli import commands
+from evictable.proofs.cli import verify as verify_cmd
+from evictable.proofs.cli.errors import UsageError
+from evictable.proofs.cli.report import envelope, write_report
 
-__all__ = ["EXTRA_COMMANDS", "build_parser", "main", "verify"]
+__all__ = ["build_parser", "main"]
 
-EXTRA_COMMANDS: tuple[str, ...] = ("evictable.proofs.cli.commands",)
-"""Modules that add subcommands (explore, check, replay); missing ones are skipped."""
+Handler = Callable[[argparse.Namespace], tuple[int, dict[str, Any]]]
 
 
-def _collect(level: Level, only: str | None) -> tuple[list[Obligation], list[Result]]:
-    """Every obligation of every group; a group that fails to load is an `error` record."""
-    obligations: list[Obligation] = []
-    broken: list[Result] = []
-    for mod_name in GROUPS:
-        start = time.perf_counter()
-        try:
-            group = load_group(mod_name, level)
-        except Exception as exc:  # reported, and fails the run
-            broken.append(
-                Result(mod_name, Status.ERROR, time.perf_counter() - start,
-                       f"cannot load obligations: {type(exc).__name__}: {exc}")
-            )
-            continue
-        obligations.extend(ob for ob in group if only is None or ob.name.startswith(only))
-    return obligations, broken
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (raised, reported by `main`)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
 
 
-def verify(
-    level: Level = "default",
-    only: str | None = None,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-    emit: Callable[[str], None] | None = None,
-    progress: bool = False,
-) -> list[Result]:
-    """Run every obligation at `level`; `emit` receives one fixed-format line per record."""
-    say = emit or (lambda line: None)
-    obligations, results = _collect(level, only)
-    for r in results:
-        say(format_result(r))
-    if progress:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-        with Progress(
-            TextColumn("[bold]verify[/bold]"),
-            BarColumn(),
-            TextColumn("{task.completed}/{task.total}"),
-            TimeElapsedColumn(),
-            TextColumn("{task.description}"),
-            transient=True,
-        ) as bar:
-            task = bar.add_task("", total=len(obligations))
-            for ob in obligations:
-                bar.update(task, description=ob.name)
-                for r in run_one(ob, timeout_s):
-                    results.append(r)
-                    bar.console.print(format_result(r), markup=False, highlight=False)
-                bar.advance(task)
-    else:
-        for ob in obligations:
-            for r in run_one(ob, timeout_s):
-                results.append(r)
-                say(format_result(r))
-    return results
-
-
-def _summary(results: Sequence[Result]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="evictable verify")
-    table.add_column("obligation")
-    table.add_column("status")
-    table.add_column("seconds", justify="right")
-    colour = {Status.PROVED: "green", Status.COUNTEREXAMPLE: "red",
-              Status.UNKNOWN: "yellow", Status.ERROR: "magenta"}
-    for r in results:
-        table.add_row(r.name, f"[{colour[r.status]}]{r.status.value}[/]", f"{r.seconds:.3f}")
-    console = Console()
-    console.print(table)
-    failed = [r for r in results if not r.ok]
-    total = sum(r.seconds for r in results)
-    console.print(
-        f"{len(results)} obligations, {len(results) - len(failed)} proved, "
-        f"{len(failed)} failed, {total:.1f}s"
-    )
-    for r in failed:
-        console.print(f"\n[bold red]{r.name}[/] ({r.status.value})", highlight=False)
-        if r.counterexample:
-            console.print(r.counterexample, markup=False, highlight=False)
-
-
-def _cmd_verify(args: argparse.Namespace) -> int:
-    level: Level = "quick" if args.quick else "thorough" if args.thorough else "default"
-    results = verify(level, args.only, args.timeout, emit=print, progress=sys.stdout.isatty())
-    _summary(results)
-    if args.json:
-        payload: dict[str, Any] = {
-            "level": level,
-            "ok": all(r.ok for r in results),
-            "results": [r.as_dict() for r in results],
-        }
-        Path(args.json).write_text(json.dumps(payload, indent=2), encoding="utf-8")
-    if not results:
-        print("no obligations were run", file=sys.stderr)
-        return 1
-    return 0 if all(r.ok for r in results) else 1
-
-
-def _cmd_diagram(args: argparse.Namespace) -> int:
+def _diagram(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     from evictable.proofs.cli.docgen import diagram
 
     print(diagram(args.format, args.machine))
-    return 0
+    return 0, {}
 
 
-def _cmd_bench(args: argparse.Namespace) -> int:
-    runner = importlib.import_module("bench.runner")
-    code: int = runner.main(args.bench_args)
-    return code
+def _bench_root() -> Path:
+    """The checkout whose `bench/` to run: the current directory, else this package's."""
+    for root in (Path.cwd(), Path(__file__).resolve().parents[2]):
+        if (root / "bench" / "runner.py").is_file():
+            return root
+    raise UsageError("evictable bench: the benchmarks are not installed; run it from a "
+                     "checkout of evictable (bench/runner.py)")
+
+
+def _bench(argv: Sequence[str]) -> int:
+    root = _bench_root()
+    return subprocess.run([sys.executable, "-m", "bench.runner", *argv], cwd=root,
+                          check=False).returncode
+
+
+_REPORTING = ("verify", "check", "explore", "replay")
+
+
+def _report_refusal(argv: list[str], error: str) -> int:
+    """Arguments refused before a command ran: still write its report, if one was
+    asked for (`--json PATH` or `--json=PATH`). Returns 2."""
+    if not argv or argv[0] not in _REPORTING:
+        return 2
+    path = None
+    for i, arg in enumerate(argv):
+        if arg == "--json" and i + 1 < len(argv):
+            path = argv[i + 1]
+        elif arg.startswith("--json="):
+            path = arg.partition("=")[2]
+    if path:
+        try:
+            write_report(path, envelope(argv[0], argv, 2, 0.0, {}, error))
+        except OSError as exc:
+            print(f"evictable {argv[0]}: cannot write {path}: {exc.strerror}", file=sys.stderr)
+    return 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="evictable",
-        description="Verify the KV-cache block lifecycle model and implementation.",
+        description="Verify the KV-cache block lifecycle model and implementations.",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("verify", help="run proofs, explorer and conformance")
-    depth = p.add_mutually_exclusive_group()
-    depth.add_argument("--quick", action="store_true", help="small bounds (about a minute)")
-    depth.add_argument("--thorough", action="store_true", help="larger bounds, more examples")
-    p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-    p.add_argument("--only", metavar="PREFIX", help="run only obligations whose name starts so")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
-                   help="per-obligation solver timeout in seconds")
-    p.set_defaults(handler=_cmd_verify)
-
-    p = sub.add_parser("diagram", help="print the lifecycle diagram")
+    parser.add_argument("--version", action="version",
+                        version=f"evictable {evictable.__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    verify_cmd.add_parser(sub)
+    commands.add_parsers(sub)
+    p = sub.add_parser("diagram", help="print the lifecycle diagram (raw Mermaid or DOT)")
     p.add_argument("--format", choices=("mermaid", "dot"), default="mermaid")
     p.add_argument("--machine", choices=("cpu", "gpu"), default="cpu")
-    p.set_defaults(handler=_cmd_diagram)
-
-    p = sub.add_parser("bench", help="run the benchmarks (arguments go to bench/runner.py)")
-    p.add_argument("bench_args", nargs=argparse.REMAINDER)
-    p.set_defaults(handler=_cmd_bench)
-
-    for mod_name in EXTRA_COMMANDS:
-        try:
-            mod = importlib.import_module(mod_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != mod_name:
-                raise
-            continue
-        mod.register(sub)
+    p.set_defaults(handler=_diagram)
+    sub.add_parser("bench", help="run the benchmarks of a checkout (arguments go to "
+                                 "bench/runner.py)", add_help=False)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["bench"]:
-        # argparse's REMAINDER drops arguments that start with "-" (`bench --quick`):
-        # everything after `bench` goes to bench/runner.py untouched.
-        return _cmd_bench(argparse.Namespace(bench_args=argv[1:]))
-    args = build_parser().parse_args(argv)
-    handler: Callable[[argparse.Namespace], int] = args.handler
-    return handler(args)
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if args_in[:1] == ["bench"]:
+            # Everything after `bench` goes to bench/runner.py untouched.
+            return _bench(args_in[1:])
+        args = build_parser().parse_args(args_in)
+    except UsageError as exc:
+        print(exc, file=sys.stderr)
+        return _report_refusal(args_in, str(exc))
+    handler: Handler = args.handler
+    start = time.perf_counter()
+    error: str | None = None
+    try:
+        code, fields = handler(args)
+        error = fields.pop("error", None)  # a command that ran but reached no verdict
+    except UsageError as exc:
+        code, fields, error = 2, {}, str(exc)
+        if not error.startswith("evictable"):
+            error = f"evictable {args.command}: {error}"
+    except KeyboardInterrupt:
+        code, fields, error = 2, {}, f"evictable {args.command}: interrupted"
+    except Exception as exc:  # a bug of this tool: still one line, and exit code 2
+        code, fields = 2, {}
+        error = f"evictable {args.command}: internal error: {type(exc).__name__}: {exc}"
+    if error is not None:
+        print(error, file=sys.stderr)
+    path = getattr(args, "json", None)
+    if path:
+        doc = envelope(args.command, args_in, code, time.perf_counter() - start, fields, error)
+        try:
+            write_report(path, doc)
+        except OSError as exc:
+            print(f"evictable {args.command}: cannot write {path}: {exc.strerror}",
+                  file=sys.stderr)
+            return 2
+    return code
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ from evictable.proofs.explore.arc_search import (
     World,
     explore,
 )
-from evictable.proofs.obligations import Obligation, Outcome, Status, proved, refuted
+from evictable.proofs.obligations import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.z3.arc import RELATIONS, KeyView, Params, Relation
 
 __all__ = ["BOUNDS", "obligations"]
@@ -241,7 +241,9 @@ def _bounded_check(prop: _Prop, bounds: tuple[tuple[int, int], ...]) -> Callable
                     return refuted(f"N={capacity}: {report.counterexample()}")
                 return Outcome(Status.ERROR, f"N={capacity}: exploration stopped early at "
                                              f"{report.counterexample()}")
-        return proved()
+        return proved("; ".join(
+            f"N={c}: {r.states} states, {r.edges} transitions, depth {r.depth}"
+            for c, k in bounds for r in (_explore_model(c, k),)))
 
     return run
 
@@ -275,6 +277,8 @@ def obligations(level: str) -> list[Obligation]:
                 _bounded_negative(prop, bounds),
                 prop.broken_statement,
                 tags=("bounded", "arc"),
+                kind=Kind.EXPLORED,
+                bounds=shown,
             )
         )
     return obs

@@ -31,6 +31,7 @@ from typing import cast
 from evictable.model.arc import ModelArc
 from evictable.model.types import ArcPolicySnapshot, Key
 from evictable.proofs.explore.engine import Expansion, Found, search
+from evictable.proofs.obligations import DeadlineExceeded
 
 __all__ = ["ArcSubject", "Edge", "ExploreReport", "World", "explore"]
 
@@ -217,6 +218,8 @@ def explore(
     """
     subject = ArcSubject(cls, capacity, tuple(range(num_keys)), state_check, edge_check)
     run = search(subject, max_states=max_states)
+    if run.timed_out:
+        raise DeadlineExceeded(f"ARC exploration at N={capacity}: {run.states} states so far")
     if not run.complete:
         raise RuntimeError(f"more than {max_states} reachable states at N={capacity}")
     violation = run.found.reason if run.found is not None else None

@@ -30,6 +30,8 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
+from evictable.proofs.obligations import deadline as current_deadline
+
 __all__ = ["Expansion", "Found", "Result", "Subject", "search"]
 
 P = TypeVar("P")
@@ -146,7 +148,12 @@ def search(
     max_states: int = 2_000_000,
     deadline: float | None = None,
 ) -> Result[L]:
-    """Explore every state of `subject` reachable from its root; see the module doc."""
+    """Explore every state of `subject` reachable from its root; see the module doc.
+
+    Without a `deadline`, the running obligation's (`obligations.deadline()`) applies.
+    """
+    if deadline is None:
+        deadline = current_deadline()
     start = time.perf_counter()
     root_key, root_payload = subject.root()
     seen: dict[Hashable, int] = {root_key: 0}

@@ -50,7 +50,7 @@ from evictable.proofs.explore.lazy import (
     lockstep_check,
     no_stall_check,
 )
-from evictable.proofs.obligations import Obligation, Outcome, Status, proved, refuted
+from evictable.proofs.obligations import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.registry import Level
 from evictable.proofs.z3 import lazy as lazy_z3
 
@@ -125,7 +125,7 @@ def _prove(
             return refuted("\n".join(s.trace))
         if s.truncated:
             return Outcome(Status.UNKNOWN, f"state bound reached: {s.figures()}")
-        return proved()
+        return proved(s.figures())
 
     return run
 
@@ -156,6 +156,13 @@ def _lockstep(level: Level, cls: type[LazyOffloadScanner]) -> Callable[[float], 
     return run
 
 
+def _describe(bounds: tuple[Bounds, ...]) -> str:
+    """The searched bounds, one `blocks/window/hashes/max_ref/capacities` item each."""
+    return "; ".join(
+        f"{b.num_blocks} blocks, window {b.window}, hashes {len(b.hashes)}, max_ref "
+        f"{b.max_ref}, capacities {list(b.capacities)}" for b in bounds)
+
+
 def obligations(level: Level) -> list[Obligation]:
     bounds, ubounds = BOUNDS[level], UNLINK_BOUNDS[level]
     gen, ref = Validation.GENERATION, Validation.REFCOUNT
@@ -171,6 +178,8 @@ def obligations(level: Level) -> list[Obligation]:
             negative_statement="ref-count-only validation skips blocks (cursor block taken "
                                "and freed again between steps)",
             tags=("lazy", "explore"),
+            kind=Kind.EXPLORED,
+            bounds=_describe(bounds),
         ),
         Obligation(
             name="lazy.impl_lockstep",
@@ -181,6 +190,8 @@ def obligations(level: Level) -> list[Obligation]:
             negative_statement="an impl scanner validating its cursor by ref_cnt only "
                                "diverges from the model",
             tags=("lazy", "explore", "impl"),
+            kind=Kind.EXPLORED,
+            bounds=_describe(bounds[:1]),
         ),
         Obligation(
             name="lazy.no_stall",
@@ -191,6 +202,8 @@ def obligations(level: Level) -> list[Obligation]:
             negative_statement="ref-count-only validation strands the scan behind a cursor "
                                "that jumped to the back",
             tags=("lazy", "explore"),
+            kind=Kind.EXPLORED,
+            bounds=_describe(bounds),
         ),
         Obligation(
             name="lazy.no_stall.queue_unlink",
@@ -201,6 +214,8 @@ def obligations(level: Level) -> list[Obligation]:
             negative_statement="ref-count-only validation stalls for good once the cursor "
                                "block is unlinked with ref_cnt 0",
             tags=("lazy", "explore"),
+            kind=Kind.EXPLORED,
+            bounds=_describe(ubounds) + " (with queue-level unlinks)",
         ),
         Obligation(
             name="lazy.refcount.unlink_changes_ref",
@@ -211,6 +226,8 @@ def obligations(level: Level) -> list[Obligation]:
             negative_statement="with a queue-level unlink the cursor block is unlinked with "
                                "ref_cnt 0",
             tags=("lazy", "explore"),
+            kind=Kind.EXPLORED,
+            bounds=_describe(ubounds),
         ),
         *lazy_z3.obligations(level),
     ]

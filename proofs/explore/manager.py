@@ -32,13 +32,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from evictable.model.manager import MODEL_POLICIES, ModelManager
+from evictable.model.manager import ModelManager
 from evictable.proofs.controls.manager import non_atomic_complete_load
 from evictable.proofs.explore.engine import Result, search
 from evictable.proofs.explore.manager_subject import Bounds, Context, ManagerSubject
 from evictable.proofs.explore.ops import Op
 from evictable.proofs.explore.trace import Factory, render_snippet
-from evictable.proofs.obligations import Obligation, Outcome, Status, proved, refuted
+from evictable.proofs.obligations import Kind, Obligation, Outcome, Status, proved, refuted
+from evictable.proofs.policies import profile, verified_policies
 from evictable.proofs.registry import Level
 
 __all__ = [
@@ -176,26 +177,6 @@ def _failure(ctx: Context, run: Result[int]) -> Failure:
 
 # ------------------------------------------------------------------ obligations
 
-LEVEL_BOUNDS: dict[str, dict[str, Bounds]] = {
-    "quick": {
-        "lru": Bounds(slots=2, keys=3, max_ref=2, batch=2, policy="lru", events=1),
-        "arc": Bounds(slots=2, keys=3, max_ref=1, batch=2, policy="arc"),
-    },
-    "default": {
-        "lru": Bounds(slots=3, keys=4, max_ref=2, batch=2, policy="lru", events=1),
-        "arc": Bounds(slots=2, keys=4, max_ref=2, batch=2, policy="arc", events=1),
-    },
-    "thorough": {
-        "lru": Bounds(slots=3, keys=5, max_ref=2, batch=3, policy="lru", events=1),
-        "arc": Bounds(slots=3, keys=4, max_ref=1, batch=2, policy="arc", events=1),
-    },
-}
-"""Bounds per `evictable verify` level. Every level has more keys than slots, so
-that eviction is reachable (ARC from `default` on: two more, so that ghost lists
-overflow and are trimmed). Measured CPU seconds (both explorations and their
-controls, summed over processes): quick ~3 s, default ~50 s, spread over two
-worker processes; thorough takes minutes."""
-
 CONTROL_BOUNDS = Bounds(slots=2, keys=2, max_ref=1, batch=2)
 """Small bounds for the negative controls: a seeded bug must be found with them."""
 
@@ -204,8 +185,8 @@ def _outcome(run: Exploration) -> Outcome:
     if run.failure is not None:
         return refuted(run.summary())
     if not run.figures.complete:
-        return Outcome(Status.ERROR, run.summary())
-    return proved()
+        return Outcome(Status.UNKNOWN, run.summary())
+    return proved(run.figures.line())
 
 
 def _explore_check(bounds: Bounds, factory: Factory | None) -> Callable[[float], Outcome]:
@@ -216,12 +197,11 @@ def _explore_check(bounds: Bounds, factory: Factory | None) -> Callable[[float],
 
 
 def obligations(level: Level) -> list[Obligation]:
-    """`explore.lru` (and `explore.arc` when the ARC model exists), each with a
+    """`explore.<policy>` for every verified policy (`proofs.policies`), each with a
     negative control: a seeded non-atomic implementation that must be caught."""
     out: list[Obligation] = []
-    for policy, bounds in LEVEL_BOUNDS[level].items():
-        if policy not in MODEL_POLICIES:
-            continue
+    for policy in verified_policies():
+        bounds = profile(policy).explore[level]
         control = replace(CONTROL_BOUNDS, policy=policy)
         out.append(Obligation(
             name=f"explore.{policy}",
@@ -232,5 +212,7 @@ def obligations(level: Level) -> list[Obligation]:
             negative_statement=("the explorer finds a shortest trace against an implementation "
                                 "whose complete_load releases keys one by one"),
             tags=("explore",),
+            kind=Kind.EXPLORED,
+            bounds=bounds.describe(),
         ))
     return out

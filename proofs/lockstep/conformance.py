@@ -22,7 +22,6 @@ step it compares results, errors and snapshots (DESIGN.md §7).
 
 from __future__ import annotations
 
-import importlib
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -33,7 +32,6 @@ from hypothesis import Phase
 from hypothesis import seed as hypothesis_seed
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
-from evictable.impl.policies.factory import known_policies
 from evictable.model.manager import MODEL_POLICIES
 from evictable.model.types import (
     Key,
@@ -49,7 +47,16 @@ from evictable.proofs.lockstep.machine import build_machine
 from evictable.proofs.lockstep.manager import Action, AdapterFactory, ConformanceFailure, replay
 from evictable.proofs.lockstep.settings import engine_settings
 from evictable.proofs.lockstep.shrink import shrink
-from evictable.proofs.obligations import Obligation, Outcome, Status, proved, refuted
+from evictable.proofs.obligations import (
+    DeadlineExceeded,
+    Kind,
+    Obligation,
+    Outcome,
+    Status,
+    proved,
+    refuted,
+)
+from evictable.proofs.policies import profile, verified_policies
 
 __all__ = [
     "ADAPTER_API",
@@ -58,7 +65,6 @@ __all__ = [
     "ConformanceFailure",
     "ConformanceRecord",
     "ManagerAdapter",
-    "conformance_policies",
     "make_machine",
     "obligations",
     "run_conformance",
@@ -153,7 +159,8 @@ class ConformanceRecord:
     def outcome(self) -> Outcome:
         """As a proof outcome: passed -> proved, failed -> counterexample, else error."""
         if self.status == "passed":
-            return proved()
+            return proved(f"{self.examples_run} examples, {self.steps_run} steps, "
+                          f"{self.faults_fired} policy-hook faults fired")
         if self.status == "failed":
             return refuted(f"{self.reason}\n{self.trace}")
         return Outcome(Status.ERROR, self.reason)
@@ -195,21 +202,8 @@ def make_machine(
             raise ValueError("fault injection requested, but the factory does not build "
                              f"its policy {policy!r} through impl.policies.factory")
     machine = build_machine(factory, policy, fault_policy_name(policy) if faults else None, PLAN)
-    mixin = _policy_rules(policy)
+    mixin = profile(policy).rules
     return machine if mixin is None else type(machine.__name__, (mixin, machine), {})
-
-
-POLICY_RULES: dict[str, str] = {"arc": "evictable.proofs.lockstep.arc_rules:ArcRules"}
-"""Extra rules for one policy ("module:Class" of a mixin), added to that policy's machine."""
-
-
-def _policy_rules(policy: str) -> type | None:
-    path = POLICY_RULES.get(policy)
-    if path is None:
-        return None
-    module_name, _, class_name = path.partition(":")
-    mixin: type = getattr(importlib.import_module(module_name), class_name)
-    return mixin
 
 
 def _error(policy: str, examples: int, steps: int, reason: str) -> ConformanceRecord:
@@ -275,6 +269,8 @@ def run_conformance(
 
         failure, _ = shrink(probe, found, shrink_budget_s)
         status, reason, trace = "failed", failure.reason, "\n".join(failure.trace)
+    except DeadlineExceeded:
+        raise  # the obligation's wall-clock bound: the runner reports `unknown`
     except Exception as exc:
         status = "error"
         reason = f"the run crashed: {type(exc).__name__}: {exc}\n" + "".join(
@@ -290,11 +286,6 @@ def run_conformance(
 
 
 # ------------------------------------------------------------------ obligations
-
-
-def conformance_policies() -> list[str]:
-    """Policies both the model and the implementation know (ARC joins once both have it)."""
-    return sorted(set(MODEL_POLICIES) & set(known_policies()))
 
 
 def _impl_factory() -> AdapterFactory:
@@ -331,6 +322,8 @@ def obligations(level: str) -> list[Obligation]:
             negative_statement=(f"a manager whose prepare_load pins key by key is refuted "
                                 f"(policy {policy!r})"),
             tags=("conformance",),
+            kind=Kind.TESTED,
+            bounds=f"{examples} examples x {steps} steps, seed {seed}",
         )
-        for policy in conformance_policies()
+        for policy in verified_policies()
     ]

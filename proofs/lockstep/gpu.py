@@ -23,6 +23,7 @@ from evictable.impl.free_queue import KVCacheBlock
 from evictable.model.errors import LifecycleError
 from evictable.model.types import BlockId
 from evictable.proofs.lockstep.compare import Reply, describe, invoke, judge
+from evictable.proofs.obligations import check_deadline
 
 __all__ = [
     "MAX_ITERS",
@@ -104,6 +105,7 @@ class LockStep(RuleBasedStateMachine):
         """Run one call on both sides and `judge` it (`convert` maps the impl's result
         into the model's terms); on an error, nothing may change. Returns the model's
         reply."""
+        check_deadline("GPU conformance")
         m_pre, i_pre = self.snapshots()
         m = invoke(model_call)
         i = invoke(impl_call)

@@ -47,7 +47,7 @@ from evictable.proofs.lockstep.gpu import (
     one_id,
 )
 from evictable.proofs.lockstep.settings import engine_settings
-from evictable.proofs.obligations import Obligation, Outcome, Status, proved, refuted
+from evictable.proofs.obligations import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.registry import Level
 
 __all__ = [
@@ -415,6 +415,8 @@ def obligations(level: Level) -> list[Obligation]:
             negative=lambda _t: _seeded(queues, examples, steps),
             negative_statement=f"each of {len(queues)} seeded broken queues is refuted",
             tags=("conformance", "gpu"),
+            kind=Kind.TESTED,
+            bounds=f"{examples} examples x {steps} steps, derandomized",
         ),
         Obligation(
             name="conformance.block_pool",
@@ -424,5 +426,7 @@ def obligations(level: Level) -> list[Obligation]:
             negative=lambda _t: _seeded(pools, examples, steps),
             negative_statement=f"each of {len(pools)} seeded broken pools is refuted",
             tags=("conformance", "gpu"),
+            kind=Kind.TESTED,
+            bounds=f"{examples} examples x {steps} steps, derandomized",
         ),
     ]

@@ -35,6 +35,7 @@ from evictable.model.types import Key, ManagerSnapshot
 from evictable.proofs.lockstep.compare import Kind, Reply, diff, invoke, judge, same_error
 from evictable.proofs.lockstep.faults import FaultPlan
 from evictable.proofs.lockstep.inputs import Call
+from evictable.proofs.obligations import check_deadline
 
 __all__ = [
     "Action",
@@ -247,6 +248,7 @@ class LockStep:
         return model.snapshot()
 
     def _begin(self, action: Action) -> str:
+        check_deadline("conformance")
         self.actions.append(action)
         self.step_no += 1
         self.stats.steps += 1

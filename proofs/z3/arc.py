@@ -36,7 +36,7 @@ from typing import Any
 from evictable.model.arc import target_after_b1_hit, target_after_b2_hit
 from evictable.model.invariants import Logic
 from evictable.proofs.controls.arc_models import floor_division_b1_hit
-from evictable.proofs.obligations import Obligation, Outcome, Status, proved, refuted
+from evictable.proofs.obligations import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.z3.solver import z3_sat, z3_valid
 
 __all__ = [
@@ -345,6 +345,7 @@ def obligations(level: str) -> list[Obligation]:
             _range_check("b1", broken=True),
             "a B1 hit without the cap at N is refuted",
             tags=("z3", "arc"),
+            kind=Kind.UNBOUNDED,
         ),
         Obligation(
             "arc.z3.target_b2_hit_in_range",
@@ -353,6 +354,7 @@ def obligations(level: str) -> list[Obligation]:
             _range_check("b2", broken=True),
             "a B2 hit without the floor at 0 is refuted",
             tags=("z3", "arc"),
+            kind=Kind.UNBOUNDED,
         ),
         Obligation(
             "arc.z3.target_encoding_matches_model",
@@ -361,6 +363,8 @@ def obligations(level: str) -> list[Obligation]:
             _encoding_check(floor_division_b1_hit, target_after_b2_hit),
             "a B1 hit computed with integer division is told apart from the encoding",
             tags=("z3", "arc"),
+            kind=Kind.EXPLORED,
+            bounds="N <= 4, every list size, 8 targets per N",
         ),
     ]
     obs.append(
@@ -373,6 +377,7 @@ def obligations(level: str) -> list[Obligation]:
             inductive_check({**RELATIONS, "touch": _leaky_touch}),
             "a touch relation that adds the key to T2 without taking it out of T1 is refuted",
             tags=("z3", "arc"),
+            kind=Kind.UNBOUNDED,
         )
     )
     return obs

@@ -20,7 +20,7 @@ import z3
 
 from evictable.model import lifecycle
 from evictable.model.lifecycle import Machine, Transition, counter_delta
-from evictable.proofs.obligations import Obligation, Outcome
+from evictable.proofs.obligations import Kind, Obligation, Outcome
 from evictable.proofs.registry import Level
 from evictable.proofs.z3.encode import (
     BlockTerms,
@@ -178,6 +178,7 @@ def obligations(level: Level) -> list[Obligation]:
                 partial(_step, m, name, counter_delta),
                 partial(_step, m, name, broken),
                 control,
+                kind=Kind.UNBOUNDED,
             ))
             out.append(Obligation(
                 f"{m.name}.counters.{name}.batch",
@@ -185,6 +186,8 @@ def obligations(level: Level) -> list[Obligation]:
                 partial(_batch, m, name, k, counter_delta),
                 partial(_batch, m, name, k, broken),
                 control,
+                kind=Kind.BOUNDED,
+                bounds=f"{k} blocks",
             ))
     return out
 

@@ -38,7 +38,7 @@ from typing import Any
 import z3
 
 from evictable.model.lifecycle import GPU_MACHINE, GpuEvent, Hook, RefGuard, Transition, derive_hook
-from evictable.proofs.obligations import Obligation, Outcome, Status
+from evictable.proofs.obligations import Kind, Obligation, Outcome, Status
 from evictable.proofs.registry import Level
 from evictable.proofs.z3.solver import z3_sat, z3_valid
 
@@ -423,6 +423,8 @@ def obligations(level: Level) -> list[Obligation]:
             negative=partial(check_wf, op, k, True),
             negative_statement=f"{_BROKEN[op]} is refuted",
             tags=("z3", "gpu", "free_queue"),
+            kind=Kind.BOUNDED,
+            bounds=f"K={k} blocks",
         ))
     obs.append(Obligation(
         name="free_queue.nonvacuity",
@@ -431,6 +433,8 @@ def obligations(level: Level) -> list[Obligation]:
         negative=partial(check_nonvacuity, k, True),
         negative_statement=f"no well-formed queue has {k + 1} of {k} blocks",
         tags=("z3", "gpu", "free_queue"),
+        kind=Kind.BOUNDED,
+        bounds=f"K={k} blocks",
     ))
     obs.append(Obligation(
         name="free_queue.iter_blocks_after",
@@ -439,6 +443,8 @@ def obligations(level: Level) -> list[Obligation]:
         negative=lambda to: check_iter(k, True, to),
         negative_statement="a walk that yields the cursor block itself is refuted",
         tags=("z3", "gpu", "free_queue"),
+        kind=Kind.BOUNDED,
+        bounds=f"K={k} blocks",
     ))
     obs.append(Obligation(
         name="free_queue.cursor_generation",
@@ -447,6 +453,8 @@ def obligations(level: Level) -> list[Obligation]:
         negative=lambda to: check_generation(k, True, to),
         negative_statement="relinking that keeps the old stamp is refuted",
         tags=("z3", "gpu", "free_queue"),
+        kind=Kind.BOUNDED,
+        bounds=f"K={k} blocks",
     ))
     for t in GPU_MACHINE.transitions:
         hook = derive_hook(GPU_MACHINE, t)
@@ -461,5 +469,7 @@ def obligations(level: Level) -> list[Obligation]:
             negative=partial(check_table, t, k, _wrong_hook(hook)),
             negative_statement=f"row {label} with the wrong queue hook is refuted",
             tags=("z3", "gpu", "free_queue"),
+            kind=Kind.BOUNDED,
+            bounds=f"K={k} blocks",
         ))
     return obs

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evictable.model.lazy_offload import Validation
-from evictable.proofs.obligations import Obligation, Outcome, Status, proved
+from evictable.proofs.obligations import Kind, Obligation, Outcome, Status, proved
 from evictable.proofs.z3.solver import z3_sat, z3_valid
 
 __all__ = ["obligations", "pool_ops_keep_scan_complete"]
@@ -228,6 +228,8 @@ def obligations(level: str) -> list[Obligation]:
             negative=pool_ops_keep_scan_complete(n, k, Validation.REFCOUNT),
             negative_statement="ref-count-only validation: some pool operations break it",
             tags=("lazy", "z3"),
+            kind=Kind.BOUNDED,
+            bounds=f"{n} blocks, up to {k} pool operations",
         ),
     ]
 

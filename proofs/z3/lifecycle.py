@@ -47,7 +47,7 @@ from evictable.model.lifecycle import (
     Transition,
     derive_hook,
 )
-from evictable.proofs.obligations import Obligation, Outcome, Status, proved, refuted
+from evictable.proofs.obligations import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.registry import Level
 from evictable.proofs.z3.encode import (
     REFERENCE_MACHINES,
@@ -406,6 +406,7 @@ def machine_obligations(m: Machine) -> list[Obligation]:
             _bind(check_initiation, replace_state(
                 m, first_initial, flag=not m.spec(first_initial).flag)),
             f"initial state {first_initial.name} with its flag flipped is refuted",
+            kind=Kind.UNBOUNDED,
         )
     ]
     for i, t in enumerate(m.transitions):
@@ -416,6 +417,7 @@ def machine_obligations(m: Machine) -> list[Obligation]:
             _bind(check_consecution, m, i),
             _bind(check_consecution, broken, i),
             f"row retargeted to {transition_label(broken.transitions[i])} is refuted",
+            kind=Kind.UNBOUNDED,
         ))
     for kind in ("ignored", "rejected"):
         # Control: a no-change pair that silently flips list membership.
@@ -432,6 +434,7 @@ def machine_obligations(m: Machine) -> list[Obligation]:
             _bind(check_stutter, m, kind),
             _bind(check_consecution, flipped, len(m.transitions), hook=hook),
             f"{event.value} on {state.name} flipping list membership is refuted",
+            kind=Kind.UNBOUNDED,
         ))
     ev, src, dst, guard = _VACUOUS_ROW[n]
     vi = row_index(m, ev, src, dst)
@@ -440,6 +443,7 @@ def machine_obligations(m: Machine) -> list[Obligation]:
         _bind(check_nonvacuity, m),
         _bind(check_nonvacuity, replace_row(m, vi, guard=guard)),
         f"{ev.value} {src.name}->{dst.name} guarded by '{guard.value}' is found vacuous",
+        kind=Kind.UNBOUNDED,
     ))
     for i, t in enumerate(m.transitions):
         wrong = _wrong_hook(m, i)
@@ -450,6 +454,7 @@ def machine_obligations(m: Machine) -> list[Obligation]:
             _bind(check_hooks, m, i),
             _bind(check_hooks, m, i, hook=overriding(m, i, wrong)),
             f"{transition_label(t)} calling '{m.hook_name(wrong)}' instead is refuted",
+            kind=Kind.UNBOUNDED,
         ))
     ev, src, dst = _FORGETFUL_ROW[n]
     fi = row_index(m, ev, src, dst)
@@ -460,6 +465,7 @@ def machine_obligations(m: Machine) -> list[Obligation]:
         _bind(check_ref_counts, m),
         _bind(check_ref_counts, replace_row(m, fi, update=_KEEP)),
         f"{ev.value} {src.name}->{dst.name} keeping the ref is refuted",
+        kind=Kind.UNBOUNDED,
     ))
     return out
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import z3
 
-from evictable.proofs.obligations import Obligation, Outcome
+from evictable.proofs.obligations import Kind, Obligation, Outcome
 from evictable.proofs.registry import Level
 from evictable.proofs.z3.solver import z3_valid
 
@@ -48,12 +48,14 @@ def pick(values: Sequence[Any], index: Any) -> Any:
 
 
 def bind(name: str, statement: str, check: Callable[..., Outcome], good: dict[str, Any],
-         bad: dict[str, Any], control: str) -> Obligation:
-    """An obligation running `check(**good)`, with `check(**bad)` as its negative control."""
+         bad: dict[str, Any], control: str, bounds: str) -> Obligation:
+    """A bounded obligation running `check(**good)`, with `check(**bad)` as its
+    negative control."""
     def run(kw: dict[str, Any], timeout_s: float) -> Outcome:
         return check(timeout_s=timeout_s, **kw)
 
-    return Obligation(name, statement, partial(run, good), partial(run, bad), control)
+    return Obligation(name, statement, partial(run, good), partial(run, bad), control,
+                      kind=Kind.BOUNDED, bounds=bounds)
 
 
 @dataclass(frozen=True)
@@ -199,20 +201,21 @@ def obligations(level: Level) -> list[Obligation]:
             "and hands out an unowned id",
             check_slot_step, {"step": "alloc", "slots": ns, "alloc": alloc},
             {"step": "alloc", "slots": ns, "alloc": replace(alloc, bumps_high_water=False)},
-            "an allocator that does not advance the high-water mark is refuted"),
+            "an allocator that does not advance the high-water mark is refuted",
+            f"N={ns} slots"),
         bind("slots.partition.free",
             f"freeing an owned id keeps fresh ⊎ free ⊎ owned ({ns} slots)",
             check_slot_step, {"step": "free", "slots": ns, "alloc": alloc},
             {"step": "free", "slots": ns, "alloc": replace(alloc, pushes_on_free=False)},
-            "a free that does not push the id is refuted"),
+            "a free that does not push the id is refuted", f"N={ns} slots"),
         bind("slots.partition.reset",
             f"reset makes every id fresh and keeps the partition ({ns} slots)",
             check_slot_step, {"step": "reset", "slots": ns, "alloc": alloc},
             {"step": "reset", "slots": ns, "alloc": replace(alloc, reset_clears_stack=False)},
-            "a reset that keeps the free stack is refuted"),
+            "a reset that keeps the free stack is refuted", f"N={ns} slots"),
         bind("slots.lifo_reuse",
             f"once fresh ids are used up, the last freed id is reused first ({ns} slots)",
             check_lifo_reuse, {"slots": ns, "alloc": alloc},
             {"slots": ns, "alloc": replace(alloc, pops_top=False)},
-            "a FIFO allocator is refuted"),
+            "a FIFO allocator is refuted", f"N={ns} slots"),
     ]

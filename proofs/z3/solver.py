@@ -2,7 +2,8 @@
 
 A claim is *proved* when its negation is unsatisfiable; the model of a satisfiable
 negation is the counterexample, rendered by the caller; a Z3 `unknown` (a timeout,
-say) is reported as `unknown`, which counts as a failure.
+say) is reported as `unknown`, which counts as a failure. Each solver call's
+timeout is clipped to the running obligation's deadline (`obligations.deadline`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from evictable.proofs.obligations import Outcome, Status, proved, refuted
+from evictable.proofs.obligations import Outcome, Status, proved, refuted, remaining
 
 __all__ = ["z3_sat", "z3_valid"]
 
@@ -34,7 +35,7 @@ def z3_valid(
     """
     z3 = _z3()
     s = z3.Solver()
-    s.set("timeout", int(timeout_s * 1000))
+    s.set("timeout", int(min(timeout_s, remaining(timeout_s)) * 1000))
     s.add(*assumptions)
     s.add(z3.Not(claim))
     r = s.check()
@@ -51,7 +52,7 @@ def z3_sat(
     """Non-vacuity: `formulas` are jointly satisfiable (PROVED), else COUNTEREXAMPLE."""
     z3 = _z3()
     s = z3.Solver()
-    s.set("timeout", int(timeout_s * 1000))
+    s.set("timeout", int(min(timeout_s, remaining(timeout_s)) * 1000))
     s.add(*formulas)
     r = s.check()
     if r == z3.sat:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 import z3
 
 from evictable.proofs.obligations import (
+    Kind,
     Obligation,
     Outcome,
     Status,
+    check_deadline,
+    deadline,
     format_result,
     proved,
     refuted,
@@ -39,8 +45,42 @@ def test_unsatisfiable_formula_is_reported_vacuous() -> None:
     assert z3_sat([x > 1], 5.0).status is Status.PROVED
 
 
+def _ob(name: str, check: Any, negative: Any = None) -> Obligation:
+    return Obligation(name, "s", check, negative, kind=Kind.UNBOUNDED)
+
+
+def test_a_check_past_its_budget_is_unknown_and_engines_see_the_deadline() -> None:
+    seen: list[float | None] = []
+
+    def slow(_timeout_s: float) -> Outcome:
+        seen.append(deadline())
+        time.sleep(0.2)
+        return proved()
+
+    (r,) = run_one(_ob("slow", slow), timeout_s=0.05)
+    assert r.status is Status.UNKNOWN and not r.ok and "wall-clock bound" in r.counterexample
+    assert seen[0] is not None and deadline() is None
+
+
+def test_an_engine_stopping_at_the_deadline_is_unknown() -> None:
+    def engine(_timeout_s: float) -> Outcome:
+        time.sleep(0.06)
+        check_deadline("engine")
+        return proved()
+
+    (r,) = run_one(_ob("engine", engine), timeout_s=0.05)
+    assert r.status is Status.UNKNOWN and "engine" in r.counterexample
+
+
+def test_verdicts_say_what_a_record_is() -> None:
+    for kind, word in ((Kind.UNBOUNDED, "proved"), (Kind.BOUNDED, "proved"),
+                       (Kind.EXPLORED, "explored"), (Kind.TESTED, "passed")):
+        (r,) = run_one(Obligation("k", "s", lambda t: proved(), kind=kind))
+        assert r.verdict == word and r.as_dict()["kind"] == kind.value
+
+
 def test_unknown_is_not_a_pass() -> None:
-    ob = Obligation("u", "undecided", lambda t: Outcome(Status.UNKNOWN, "timeout"))
+    ob = _ob("u", lambda t: Outcome(Status.UNKNOWN, "timeout"))
     (r,) = run_one(ob)
     assert r.status is Status.UNKNOWN and not r.ok
 
@@ -49,30 +89,31 @@ def test_crashing_check_is_an_error_record() -> None:
     def boom(_: float) -> Outcome:
         raise RuntimeError("broken encoder")
 
-    (r,) = run_one(Obligation("b", "crashes", boom))
+    (r,) = run_one(_ob("b", boom))
     assert r.status is Status.ERROR and "broken encoder" in r.counterexample
 
 
 def test_negative_control_passes_only_when_refuted() -> None:
-    caught = Obligation("c", "s", lambda t: proved(), negative=lambda t: refuted("trace"))
-    missed = Obligation("m", "s", lambda t: proved(), negative=lambda t: proved())
+    caught = _ob("c", lambda t: proved(), negative=lambda t: refuted("trace"))
+    missed = _ob("m", lambda t: proved(), negative=lambda t: proved())
     ok, neg = run_one(caught)
     assert ok.ok and neg.ok and neg.name == "c~neg" and neg.counterexample == "trace"
     _, neg2 = run_one(missed)
-    assert neg2.status is Status.COUNTEREXAMPLE and "not caught" in neg2.counterexample
+    assert neg2.status is Status.NOT_REFUTED and not neg2.ok and "not caught" in neg2.counterexample
+    assert neg.status is Status.REFUTED and neg.verdict == "refuted" and neg.control_of == "c"
 
 
 def test_run_all_streams_records_in_order() -> None:
     seen: list[str] = []
-    obs = [Obligation(n, "s", lambda t: proved()) for n in ("a", "b")]
+    obs = [_ob(n, lambda t: proved()) for n in ("a", "b")]
     results = run_all(obs, on_result=lambda r: seen.append(r.name))
     assert [r.name for r in results] == seen == ["a", "b"]
 
 
 def test_format_result_is_one_fixed_format_line() -> None:
-    (r,) = run_one(Obligation("x.y", "s", lambda t: refuted("line one\nline two")))
+    (r,) = run_one(_ob("x.y", lambda t: refuted("line one\nline two")))
     line = format_result(r)
     assert "\n" not in line
-    assert line.startswith("counterexample")
+    assert line.startswith("counterexample") and "unbounded" in line
     assert "x.y" in line and "line one" in line
     assert r.as_dict()["status"] == "counterexample"

@@ -1,83 +1,181 @@
-"""The `evictable` command: verify's exit code, JSON report, summary; diagram."""
+"""The `evictable` command: verify's records, kinds, verdicts, counts and budget; diagram;
+--version; one-line errors."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
+import time
 import types
 from pathlib import Path
 
 import pytest
 
+from evictable import __version__
+from evictable.proofs import registry
 from evictable.proofs.cli import main as cli
-from evictable.proofs.obligations import Obligation, proved, refuted
+from evictable.proofs.obligations import Kind, Obligation, Outcome, proved, refuted
 
 
 def _fake_group(monkeypatch: pytest.MonkeyPatch, name: str, obs: list[Obligation]) -> None:
     mod = types.ModuleType(name)
     mod.obligations = lambda level: obs  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, name, mod)
+    monkeypatch.setattr(registry, "GROUPS", (name,))
 
 
-def test_verify_exits_zero_when_everything_is_proved(
+def _ob(name: str, check: object, kind: Kind = Kind.UNBOUNDED, negative: object = None,
+        bounds: str = "") -> Obligation:
+    return Obligation(name, "s", check, negative, kind=kind, bounds=bounds)  # type: ignore[arg-type]
+
+
+def test_verify_exits_zero_and_writes_the_records(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _fake_group(monkeypatch, "fake_ok", [Obligation("a.one", "s", lambda t: proved())])
-    monkeypatch.setattr(cli, "GROUPS", ("fake_ok",))
+    _fake_group(monkeypatch, "fake_ok", [_ob("a.one", lambda t: proved())])
     out = tmp_path / "r.json"
     assert cli.main(["verify", "--quick", "--json", str(out)]) == 0
     data = json.loads(out.read_text())
-    assert data["ok"] is True and data["level"] == "quick"
-    assert [r["name"] for r in data["results"]] == ["a.one"]
+    assert data["ok"] is True and data["level"] == "quick" and data["exit_code"] == 0
+    assert [r["name"] for r in data["records"]] == ["a.one"]
+    assert data["records"][0]["verdict"] == "proved"
     assert "proved" in capsys.readouterr().out
+
+
+def test_only_proofs_are_printed_as_proved(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fake_group(monkeypatch, "fake_kinds", [
+        _ob("k.unbounded", lambda t: proved(), Kind.UNBOUNDED),
+        _ob("k.bounded", lambda t: proved(), Kind.BOUNDED, bounds="N=8"),
+        _ob("k.explored", lambda t: proved("9 states"), Kind.EXPLORED, bounds="2 slots"),
+        _ob("k.tested", lambda t: proved("5 examples"), Kind.TESTED, bounds="5 x 5, seed 0"),
+    ])
+    out = tmp_path / "r.json"
+    assert cli.main(["verify", "--json", str(out)]) == 0
+    verdicts = {r["name"]: r["verdict"] for r in json.loads(out.read_text())["records"]}
+    assert verdicts == {"k.unbounded": "proved", "k.bounded": "proved",
+                        "k.explored": "explored", "k.tested": "passed"}
+    text = capsys.readouterr().out
+    assert re.search(r"k\.tested\s.*tested\s.*passed", text)
+    assert "2 proved" in text and "1 explored" in text and "1 passed" in text
+
+
+def test_a_caught_control_is_refuted_and_a_missed_one_fails(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fake_group(monkeypatch, "fake_controls", [
+        _ob("c.caught", lambda t: proved(), negative=lambda t: refuted("the bug")),
+        _ob("c.missed", lambda t: proved(), negative=lambda t: proved()),
+    ])
+    out = tmp_path / "r.json"
+    assert cli.main(["verify", "--json", str(out)]) == 1
+    records = {r["name"]: r for r in json.loads(out.read_text())["records"]}
+    assert records["c.caught~neg"]["verdict"] == "refuted"
+    assert records["c.caught~neg"]["ok"] is True
+    assert records["c.caught~neg"]["control_of"] == "c.caught"
+    assert records["c.missed~neg"]["verdict"] == "not refuted"
+    assert records["c.missed~neg"]["ok"] is False
+    assert "not refuted" in capsys.readouterr().out
+
+
+def test_the_counts_agree_with_the_records(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    obs = [_ob(f"n.{i}", lambda t: proved(), negative=lambda t: refuted("x")) for i in range(3)]
+    _fake_group(monkeypatch, "fake_counts", obs)
+    out = tmp_path / "r.json"
+    assert cli.main(["verify", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["counts"]["records"] == len(data["records"]) == 6
+    assert data["counts"]["by_verdict"] == {"proved": 3, "refuted": 3}
+    assert "6 records" in capsys.readouterr().out
+
+
+def test_verbose_prints_one_line_per_record(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fake_group(monkeypatch, "fake_verbose",
+                [_ob("v.one", lambda t: proved(), negative=lambda t: refuted("x"))])
+    assert cli.main(["verify", "--verbose"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("proved") and "v.one" in line for line in lines)
+    assert any(line.startswith("refuted") and "v.one~neg" in line for line in lines)
+
+
+def test_a_check_past_its_wall_clock_bound_is_unknown(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def slow(_timeout_s: float) -> Outcome:
+        time.sleep(0.3)
+        return proved()
+
+    _fake_group(monkeypatch, "fake_slow", [_ob("s.slow", slow)])
+    assert cli.main(["verify", "--timeout", "0.1"]) == 1
+    assert "unknown" in capsys.readouterr().out
 
 
 def test_verify_fails_and_prints_the_counterexample(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    obs = [
-        Obligation("a.good", "s", lambda t: proved()),
-        Obligation("a.bad", "s", lambda t: refuted("transition load_end LOADING->READY")),
-    ]
-    _fake_group(monkeypatch, "fake_bad", obs)
-    monkeypatch.setattr(cli, "GROUPS", ("fake_bad",))
+    _fake_group(monkeypatch, "fake_bad", [
+        _ob("a.good", lambda t: proved()),
+        _ob("a.bad", lambda t: refuted("transition load_end LOADING->READY")),
+    ])
     assert cli.main(["verify"]) == 1
     assert "load_end LOADING->READY" in capsys.readouterr().out
 
 
 def test_verify_reports_a_group_that_cannot_load(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cli, "GROUPS", ("no_such_group_module",))
+    monkeypatch.setattr(registry, "GROUPS", ("no_such_group_module",))
     assert cli.main(["verify", "--quick"]) == 1
 
 
 def test_verify_only_filters_by_prefix(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    obs = [
-        Obligation("keep.me", "s", lambda t: proved()),
-        Obligation("drop.me", "s", lambda t: refuted("x")),
-    ]
-    _fake_group(monkeypatch, "fake_mixed", obs)
-    monkeypatch.setattr(cli, "GROUPS", ("fake_mixed",))
+    _fake_group(monkeypatch, "fake_mixed", [
+        _ob("keep.me", lambda t: proved()),
+        _ob("drop.me", lambda t: refuted("x")),
+    ])
     assert cli.main(["verify", "--only", "keep"]) == 0
     assert "drop.me" not in capsys.readouterr().out
 
 
 def test_verify_with_nothing_selected_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_group(monkeypatch, "fake_empty", [])
-    monkeypatch.setattr(cli, "GROUPS", ("fake_empty",))
     assert cli.main(["verify"]) == 1
 
 
 @pytest.mark.parametrize("fmt", ["mermaid", "dot"])
-def test_diagram_prints_the_generated_diagram(
-    fmt: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_diagram_prints_the_raw_diagram(fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["diagram", "--format", fmt]) == 0
-    assert "LOADING" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "LOADING" in out and "```" not in out
+    assert out.startswith("stateDiagram-v2" if fmt == "mermaid" else "digraph cpu")
 
 
-def test_unknown_subcommand_is_a_usage_error() -> None:
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
-        cli.main(["frobnicate"])
-    assert exc.value.code == 2
+        cli.main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"evictable {__version__}"
+
+
+@pytest.mark.parametrize("argv", [
+    ["frobnicate"],
+    [],
+    ["verify", "--timeout", "-3"],
+    ["verify", "--quick", "--thorough"],
+    ["diagram", "--format", "png"],
+    ["explore", "--slots", "-1"],
+])
+def test_rejects_bad_arguments_in_one_line(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert len(captured.err.strip().splitlines()) == 1 and "Traceback" not in captured.err
+    assert captured.err.startswith("evictable")

@@ -59,8 +59,8 @@ def test_explore_takes_a_factory(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_explore_reports_an_incomplete_run(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(["explore", "--max-states", "3", "--workers", "1"], capsys)
-    assert code == 1 and "INCOMPLETE" in out
+    code, out, err = _run(["explore", "--max-states", "3", "--workers", "1"], capsys)
+    assert code == 2 and "INCOMPLETE" in out and "no verdict" in err
 
 
 def test_explore_rejects_bad_bounds(capsys: pytest.CaptureFixture[str]) -> None:
@@ -68,8 +68,8 @@ def test_explore_rejects_bad_bounds(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2 and "keys" in err
     code, _, err = _run(["explore", "--policy", "fifo"], capsys)
     assert code == 2 and "unknown policy" in err
-    with pytest.raises(SystemExit):
-        main(["explore", "--slots", "-1"])
+    code, _, err = _run(["explore", "--slots", "-1"], capsys)
+    assert code == 2 and "at least 0" in err
 
 
 # ------------------------------------------------------------------ check

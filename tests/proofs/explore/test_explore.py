@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from evictable.impl.policies.lru import LRUCachePolicy
 from evictable.model.lifecycle import CpuState
 from evictable.model.manager import MODEL_POLICIES, ModelManager
 from evictable.model.types import (
@@ -20,6 +21,7 @@ from evictable.model.types import (
     OffloadingEvent,
     PrepareStoreOutput,
 )
+from evictable.proofs import policies
 from evictable.proofs.controls import ARC_BUGS, SEEDED_BUGS, SeededBug
 from evictable.proofs.controls.manager import non_atomic_complete_load, non_atomic_prepare_load
 from evictable.proofs.explore import manager as explore_mod
@@ -189,22 +191,37 @@ def test_rejects_bad_bounds(bad: Bounds) -> None:
 def test_obligations_are_proved_and_their_controls_caught(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    tiny = {policy: replace(TINY, policy=policy) for policy in MODEL_POLICIES}
-    monkeypatch.setitem(explore_mod.LEVEL_BOUNDS, "quick", tiny)
+    for policy in MODEL_POLICIES:
+        tiny = replace(TINY, policy=policy)
+        current = policies.profile(policy)
+        monkeypatch.setitem(policies._PROFILES, policy,
+                            replace(current, explore={**current.explore, "quick": tiny}))
     obs = obligations("quick")
     assert [ob.name for ob in obs] == [f"explore.{p}" for p in MODEL_POLICIES]
     for ob in obs:
         assert ob.negative is not None
         check, control = run_one(ob)
         assert check.status is Status.PROVED, check.counterexample
-        assert control.status is Status.PROVED, control.counterexample
+        assert control.status is Status.REFUTED, control.counterexample
         assert "shortest trace" in control.counterexample
 
 
 def test_every_level_has_bounds_for_every_policy() -> None:
     for level in ("quick", "default", "thorough"):
-        for policy in MODEL_POLICIES:
-            explore_mod.LEVEL_BOUNDS[level][policy].check()
+        for policy in policies.verified_policies():
+            policies.profile(policy).explore[level].check()
+
+
+def test_a_policy_without_a_profile_is_an_error_not_a_skip(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from evictable.impl.policies import factory
+    from evictable.model.lru import ModelLru
+
+    monkeypatch.setitem(MODEL_POLICIES, "lru-copy", ModelLru)
+    monkeypatch.setitem(factory._registered, "lru-copy", LRUCachePolicy)
+    with pytest.raises(policies.MissingProfileError, match="lru-copy"):
+        obligations("quick")
 
 
 def _rename(value: object, pi: dict[str, str]) -> object:

@@ -1,0 +1,152 @@
+"""Which eviction policies are verified, and how: one profile per policy.
+
+A policy has three parts, each with one registry of its own: the specification
+(`evictable.model.manager.MODEL_POLICIES`), the implementation
+(`evictable.impl.policies.factory`), and here, its verification *profile*: the
+explorer's bounds at each verification level, the bounds `evictable check` uses,
+and any extra conformance rules that reach the states where the policy differs
+(ARC's ghost hits, say). The explorer, the conformance engine, `evictable verify`
+and `evictable check` all take the policies to verify from `verified_policies()`
+and their settings from `profile(name)`.
+
+A policy that both the model and the implementation know but that has no profile
+is an error (`MissingProfileError`), never silently left unverified. A policy known
+to one side only cannot be checked exactly against the model and is not verified.
+
+`register_verified_policy` adds a third-party policy in one call: its model class,
+its implementation class and its profile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from evictable.impl.policies.base import CachePolicy
+from evictable.impl.policies.factory import known_policies, register_policy
+from evictable.model.errors import InvalidArgumentError
+from evictable.model.manager import MODEL_POLICIES
+from evictable.model.policy import ModelPolicy
+from evictable.proofs.explore.manager_subject import Bounds
+from evictable.proofs.lockstep.arc_rules import ArcRules
+
+__all__ = [
+    "LEVELS",
+    "MissingProfileError",
+    "PolicyProfile",
+    "profile",
+    "register_profile",
+    "register_verified_policy",
+    "verified_policies",
+]
+
+LEVELS: tuple[str, ...] = ("quick", "default", "thorough")
+
+
+@dataclass(frozen=True)
+class PolicyProfile:
+    """How one policy is verified.
+
+    `explore[level]`: the explorer's bounds for `evictable verify` at that level
+    (every level required); `check`: the explorer's bounds for `evictable check`;
+    `rules`: a mixin of extra conformance rules (a `RuleBasedStateMachine` mixin over
+    the engine's `LockStep`), or None.
+    """
+
+    name: str
+    explore: Mapping[str, Bounds]
+    check: Bounds
+    rules: type | None = field(default=None)
+
+
+class MissingProfileError(InvalidArgumentError):
+    """A policy is known to the model and the implementation but has no profile."""
+
+
+_PROFILES: dict[str, PolicyProfile] = {}
+
+
+def register_profile(p: PolicyProfile) -> None:
+    """Add (or replace) the profile of `p.name`.
+
+    Pre: a bounds entry for every level, each naming the policy; else
+    `InvalidArgumentError` and nothing is registered.
+    """
+    _validate(p)
+    _PROFILES[p.name] = p
+
+
+def _validate(p: PolicyProfile) -> None:
+    missing = [level for level in LEVELS if level not in p.explore]
+    if missing:
+        raise InvalidArgumentError(f"policy {p.name!r}: no explorer bounds for {missing}")
+    wrong = [b for b in (*p.explore.values(), p.check) if b.policy != p.name]
+    if wrong:
+        raise InvalidArgumentError(f"policy {p.name!r}: bounds name policy {wrong[0].policy!r}")
+
+
+def verified_policies() -> list[str]:
+    """The policies to verify: every one both the model and the implementation know.
+
+    Raises `MissingProfileError` if one of them has no profile.
+    """
+    impl = set(known_policies())
+    both = [name for name in MODEL_POLICIES if name in impl]  # the model's order
+    missing = [name for name in both if name not in _PROFILES]
+    if missing:
+        raise MissingProfileError(
+            f"policies {missing} are known to the model and the implementation but have no "
+            "verification profile (register one with evictable.proofs.policies."
+            "register_profile)"
+        )
+    return both
+
+
+def profile(name: str) -> PolicyProfile:
+    """The profile of `name`; `MissingProfileError` if it has none."""
+    found = _PROFILES.get(name)
+    if found is None:
+        raise MissingProfileError(f"policy {name!r} has no verification profile; profiles: "
+                                  f"{', '.join(sorted(_PROFILES))}")
+    return found
+
+
+def register_verified_policy(
+    name: str,
+    model: Callable[[int], ModelPolicy],
+    impl: type[CachePolicy],
+    explore: Mapping[str, Bounds],
+    check: Bounds,
+    rules: type | None = None,
+) -> None:
+    """Make a third-party policy known to the model, the implementation and the
+    verification at once (validated first: a bad profile registers nothing)."""
+    p = PolicyProfile(name, explore, check, rules)
+    _validate(p)
+    register_policy(name, impl)
+    MODEL_POLICIES[name] = model
+    register_profile(p)
+
+
+register_profile(PolicyProfile(
+    "lru",
+    explore={
+        "quick": Bounds(slots=2, keys=3, max_ref=2, batch=2, policy="lru", events=1),
+        "default": Bounds(slots=3, keys=4, max_ref=2, batch=2, policy="lru", events=1),
+        "thorough": Bounds(slots=3, keys=5, max_ref=2, batch=3, policy="lru", events=1),
+    },
+    check=Bounds(slots=2, keys=3, max_ref=2, batch=2, policy="lru", events=1),
+))
+register_profile(PolicyProfile(
+    "arc",
+    explore={
+        "quick": Bounds(slots=2, keys=3, max_ref=1, batch=2, policy="arc"),
+        "default": Bounds(slots=2, keys=4, max_ref=2, batch=2, policy="arc", events=1),
+        "thorough": Bounds(slots=3, keys=4, max_ref=1, batch=2, policy="arc", events=1),
+    },
+    check=Bounds(slots=2, keys=4, max_ref=1, batch=2, policy="arc"),
+    rules=ArcRules,
+))
+"""The built-in policies. Every level has more keys than slots, so that eviction is
+reachable (ARC from `default` on: two more, so that ghost lists overflow and are
+trimmed)."""

@@ -26,6 +26,7 @@ verify: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/mypy --strict model impl proofs
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 # Regenerate docs/spec.md from model/lifecycle.py (a test fails when it is stale).
 docs: $(STAMP)

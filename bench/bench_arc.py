@@ -90,11 +90,13 @@ class ScanningArc(CachePolicy):
                 self.t2.move_to_end(key)
             elif key in self.b1:
                 self.target_t1_size = target_after_b1_hit(
-                    self.target_t1_size, len(self.b1), len(self.b2), self.cache_capacity)
+                    self.target_t1_size, len(self.b1), len(self.b2), self.cache_capacity
+                )
                 self.b1.move_to_end(key)
             elif key in self.b2:
                 self.target_t1_size = target_after_b2_hit(
-                    self.target_t1_size, len(self.b1), len(self.b2))
+                    self.target_t1_size, len(self.b1), len(self.b2)
+                )
                 self.b2.move_to_end(key)
 
     def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
@@ -140,8 +142,13 @@ class ScanningArc(CachePolicy):
         self.target_t1_size = 0.0
 
     def snapshot(self) -> ArcPolicySnapshot:
-        return ArcPolicySnapshot(tuple(self.t1), tuple(self.t2), tuple(self.b1),
-                                 tuple(self.b2), float(self.target_t1_size))
+        return ArcPolicySnapshot(
+            tuple(self.t1),
+            tuple(self.t2),
+            tuple(self.b1),
+            tuple(self.b2),
+            float(self.target_t1_size),
+        )
 
 
 def _filled(cls: type[CachePolicy], n: int, pinned: float) -> CachePolicy:
@@ -187,7 +194,8 @@ def _one_size(n: int, reps: int, target_s: float) -> dict[str, Any]:
             contenders.append(c)
     gc.collect()
     res: dict[str, Measurement] = interleaved(
-        contenders, reps, target_s=target_s, warm_s=min(0.2, target_s), max_units=20_000)
+        contenders, reps, target_s=target_s, warm_s=min(0.2, target_s), max_units=20_000
+    )
     us = {name: 1e6 / m.median for name, m in res.items()}
     out: dict[str, Any] = {
         "num_blocks": n,
@@ -220,21 +228,35 @@ def run(quick: bool) -> dict[str, Any]:
         "reps": reps,
         "sizes": rows,
         "ratios_are": "paired medians over interleaved rounds (CPU time); "
-                      "naive_over_fast = how many times cheaper fast is; "
-                      "flatness_90_over_0 = cost at 90% pinned / cost at 0% pinned",
+        "naive_over_fast = how many times cheaper fast is; "
+        "flatness_90_over_0 = cost at 90% pinned / cost at 0% pinned",
         "table": {
-            "columns": ["N", *(f"{c} µs" for c in names), "naive/fast 0%", "naive/fast 90%",
-                        "fast 90%/0%", "naive 90%/0%"],
+            "columns": [
+                "N",
+                *(f"{c} µs" for c in names),
+                "naive/fast 0%",
+                "naive/fast 90%",
+                "fast 90%/0%",
+                "naive 90%/0%",
+            ],
             "rows": [
-                [f"{r['num_blocks']:,}", *(f"{r['us_per_eviction'][c]:.2f}" for c in names),
-                 f"{r['naive_over_fast_0pct']:.1f}x", f"{r['naive_over_fast_90pct']:.1f}x",
-                 f"{r['fast_flatness_90_over_0']:.2f}", f"{r['naive_flatness_90_over_0']:.1f}"]
+                [
+                    f"{r['num_blocks']:,}",
+                    *(f"{r['us_per_eviction'][c]:.2f}" for c in names),
+                    f"{r['naive_over_fast_0pct']:.1f}x",
+                    f"{r['naive_over_fast_90pct']:.1f}x",
+                    f"{r['fast_flatness_90_over_0']:.2f}",
+                    f"{r['naive_flatness_90_over_0']:.1f}",
+                ]
                 for r in rows
             ],
         },
         "plot": {
-            "kind": "line", "title": "ARC: CPU µs per eviction cycle vs pinned blocks",
-            "xlabel": "blocks", "ylabel": "µs per eviction (log)", "log_y": True,
+            "kind": "line",
+            "title": "ARC: CPU µs per eviction cycle vs pinned blocks",
+            "xlabel": "blocks",
+            "ylabel": "µs per eviction (log)",
+            "log_y": True,
             "x": [_label(n) for n in sizes],
             "series": {c: [r["us_per_eviction"][c] for r in rows] for c in names},
         },

@@ -72,9 +72,12 @@ def _explorer(bounds: Bounds, workers: int) -> tuple[dict[str, Any], Exploration
     cpu0, kids0 = time.process_time(), os.times()
     run = explore(bounds, workers=workers)
     kids1 = os.times()
-    cpu = (time.process_time() - cpu0
-           + (kids1.children_user - kids0.children_user)
-           + (kids1.children_system - kids0.children_system))
+    cpu = (
+        time.process_time()
+        - cpu0
+        + (kids1.children_user - kids0.children_user)
+        + (kids1.children_system - kids0.children_system)
+    )
     if not run.ok:
         raise RuntimeError(f"exploration failed: {run.summary()}")
     f = run.figures
@@ -122,8 +125,13 @@ def _sampled(ctx: Context, path: tuple[int, ...]) -> Sampled:
     model, impl = ctx.fresh(path)
     pre = model.snapshot()
     ops = tuple(ctx.ops[i] for i in ctx.ops_in(pre))
-    return Sampled(pickle.dumps(model, pickle.HIGHEST_PROTOCOL),
-                   pickle.dumps(impl, pickle.HIGHEST_PROTOCOL), pre, impl.snapshot(), ops)
+    return Sampled(
+        pickle.dumps(model, pickle.HIGHEST_PROTOCOL),
+        pickle.dumps(impl, pickle.HIGHEST_PROTOCOL),
+        pre,
+        impl.snapshot(),
+        ops,
+    )
 
 
 def _copies(blob: bytes, n: int) -> tuple[list[Any], float]:
@@ -203,8 +211,11 @@ def _floors(samples: Sequence[Sampled], reps: int) -> dict[str, Any]:
     _one_rep(samples)  # warm-up: first calls, allocator, caches
     runs = [_one_rep(samples) for _ in range(reps)]
     edges = runs[0].edges
-    out: dict[str, Any] = {"reps": reps, "edges_timed_per_rep": edges,
-                           "unchanged_fraction": runs[0].unchanged / edges}
+    out: dict[str, Any] = {
+        "reps": reps,
+        "edges_timed_per_rep": edges,
+        "unchanged_fraction": runs[0].unchanged / edges,
+    }
     for side in ("impl", "model"):
         sides: list[Side] = [getattr(r, side) for r in runs]
         per_rep = [x.edge_s / edges * 1e6 for x in sides]
@@ -228,20 +239,44 @@ def _table(out: dict[str, Any]) -> dict[str, Any]:
     eps, cores = out["edges_per_state"], out["cores"]
     rows: list[list[str]] = []
     for r in out["explorer"]:
-        rows.append([f"explorer, {r['workers']} worker(s)", f"{r['states_per_s']:,.0f}",
-                     f"{r['cpu_us_per_edge']:.1f}", f"{r['edges_per_state']:.1f}",
-                     "measured (wall states/s; CPU µs/edge, all processes)"])
+        rows.append(
+            [
+                f"explorer, {r['workers']} worker(s)",
+                f"{r['states_per_s']:,.0f}",
+                f"{r['cpu_us_per_edge']:.1f}",
+                f"{r['edges_per_state']:.1f}",
+                "measured (wall states/s; CPU µs/edge, all processes)",
+            ]
+        )
     c = out["ceiling"]
-    rows.append(["ceiling: impl floor only", f"{c['impl_only']:,.0f}",
-                 f"{out['floor']['impl_us_per_edge']:.2f}", f"{eps:.1f}",
-                 f"{cores} cores x impl invoke+snapshot+compare, all else free"])
-    rows.append(["ceiling: model+impl floor", f"{c['model_and_impl']:,.0f}",
-                 f"{c['model_and_impl_us_per_edge']:.2f}", f"{eps:.1f}",
-                 f"{cores} cores x both sides' floors, all else free"])
-    rows.append(["target (issue)", f"{TARGET_STATES_PER_S:,}", f"{c['budget_us_per_edge']:.2f}",
-                 f"{eps:.1f}", f"µs/edge = CPU budget per edge on {cores} cores"])
-    return {"columns": ["what", "states/s", "µs per edge", "edges/state", "note"],
-            "rows": rows}
+    rows.append(
+        [
+            "ceiling: impl floor only",
+            f"{c['impl_only']:,.0f}",
+            f"{out['floor']['impl_us_per_edge']:.2f}",
+            f"{eps:.1f}",
+            f"{cores} cores x impl invoke+snapshot+compare, all else free",
+        ]
+    )
+    rows.append(
+        [
+            "ceiling: model+impl floor",
+            f"{c['model_and_impl']:,.0f}",
+            f"{c['model_and_impl_us_per_edge']:.2f}",
+            f"{eps:.1f}",
+            f"{cores} cores x both sides' floors, all else free",
+        ]
+    )
+    rows.append(
+        [
+            "target (issue)",
+            f"{TARGET_STATES_PER_S:,}",
+            f"{c['budget_us_per_edge']:.2f}",
+            f"{eps:.1f}",
+            f"µs/edge = CPU budget per edge on {cores} cores",
+        ]
+    )
+    return {"columns": ["what", "states/s", "µs per edge", "edges/state", "note"], "rows": rows}
 
 
 def _notes(out: dict[str, Any]) -> list[str]:
@@ -274,9 +309,11 @@ def _notes(out: dict[str, Any]) -> list[str]:
 
 def _verdict(impl_ceiling: float) -> str:
     if impl_ceiling < TARGET_STATES_PER_S:
-        return ("So no explorer that steps the implementation in lock-step on every edge "
-                "can reach the target at these bounds on this machine; only fewer edges per "
-                "state or a cheaper call/snapshot per edge could.")
+        return (
+            "So no explorer that steps the implementation in lock-step on every edge "
+            "can reach the target at these bounds on this machine; only fewer edges per "
+            "state or a cheaper call/snapshot per edge could."
+        )
     return "The impl floor alone does not rule the target out at these bounds."
 
 
@@ -284,11 +321,20 @@ def _plot(out: dict[str, Any]) -> dict[str, Any]:
     labels = [f"explorer {r['workers']}w" for r in out["explorer"]]
     values = [r["states_per_s"] for r in out["explorer"]]
     labels += ["ceiling: impl floor", "ceiling: model+impl", "target"]
-    values += [out["ceiling"]["impl_only"], out["ceiling"]["model_and_impl"],
-               float(TARGET_STATES_PER_S)]
-    return {"kind": "bar", "title": f"explorer throughput vs floor ({out['bounds']})",
-            "xlabel": "", "ylabel": "distinct states / s", "log_y": True,
-            "x": labels, "series": {"states/s": values}}
+    values += [
+        out["ceiling"]["impl_only"],
+        out["ceiling"]["model_and_impl"],
+        float(TARGET_STATES_PER_S),
+    ]
+    return {
+        "kind": "bar",
+        "title": f"explorer throughput vs floor ({out['bounds']})",
+        "xlabel": "",
+        "ylabel": "distinct states / s",
+        "log_y": True,
+        "x": labels,
+        "series": {"states/s": values},
+    }
 
 
 def run(quick: bool) -> dict[str, Any]:

@@ -33,10 +33,11 @@ from evictable.model.types import BlockId
 __all__ = ["main", "run"]
 
 
-
 def _queues(n: int) -> tuple[FreeKVCacheBlockQueue, ModelFreeQueue]:
-    return (FreeKVCacheBlockQueue([KVCacheBlock(i) for i in range(n)]),
-            ModelFreeQueue([BlockId(i) for i in range(n)]))
+    return (
+        FreeKVCacheBlockQueue([KVCacheBlock(i) for i in range(n)]),
+        ModelFreeQueue([BlockId(i) for i in range(n)]),
+    )
 
 
 def _queue_ops(n: int) -> dict[str, dict[str, Contender]]:
@@ -80,12 +81,18 @@ def _queue_ops(n: int) -> dict[str, dict[str, Contender]]:
             q.append_n(q.popleft_n(8))
 
     return {
-        "popleft+append": {"impl": Contender("impl", impl_cycle, 2),
-                           "model": Contender("model", model_cycle, 2)},
-        "remove+append": {"impl": Contender("impl", impl_remove, 2),
-                          "model": Contender("model", model_remove, 2)},
-        "popleft_n(8)+append_n": {"impl": Contender("impl", impl_bulk, 16),
-                                  "model": Contender("model", model_bulk, 16)},
+        "popleft+append": {
+            "impl": Contender("impl", impl_cycle, 2),
+            "model": Contender("model", model_cycle, 2),
+        },
+        "remove+append": {
+            "impl": Contender("impl", impl_remove, 2),
+            "model": Contender("model", model_remove, 2),
+        },
+        "popleft_n(8)+append_n": {
+            "impl": Contender("impl", impl_bulk, 16),
+            "model": Contender("model", model_bulk, 16),
+        },
     }
 
 
@@ -162,10 +169,12 @@ def _walks(n: int, window: int) -> dict[str, Contender]:
     }
 
 
-def _measure(contenders: dict[str, Contender], reps: int, target_s: float
-             ) -> dict[str, Measurement]:
-    return interleaved(list(contenders.values()), reps, target_s=target_s,
-                       warm_s=target_s, max_units=10**6)
+def _measure(
+    contenders: dict[str, Contender], reps: int, target_s: float
+) -> dict[str, Measurement]:
+    return interleaved(
+        list(contenders.values()), reps, target_s=target_s, warm_s=target_s, max_units=10**6
+    )
 
 
 def run(quick: bool) -> dict[str, Any]:
@@ -178,16 +187,29 @@ def run(quick: bool) -> dict[str, Any]:
     for name, pair in _queue_ops(n).items():
         res = _measure(pair, reps, target_s)
         ratio = paired_ratio(res, "impl", "model")
-        out[name] = {"impl": res["impl"].as_dict(), "model": res["model"].as_dict(),
-                     "impl_over_model": ratio}
-        rows.append([name, f"{res['impl'].median:,.0f}", f"{res['model'].median:,.0f}",
-                     f"{ratio:.1f}x"])
+        out[name] = {
+            "impl": res["impl"].as_dict(),
+            "model": res["model"].as_dict(),
+            "impl_over_model": ratio,
+        }
+        rows.append(
+            [name, f"{res['impl'].median:,.0f}", f"{res['model'].median:,.0f}", f"{ratio:.1f}x"]
+        )
     res = _measure(_pool_cycle(n), reps, target_s)
     ratio = paired_ratio(res, "impl", "model")
-    out["pool_cycle"] = {"impl": res["impl"].as_dict(), "model": res["model"].as_dict(),
-                         "impl_over_model": ratio}
-    rows.append(["pool alloc/cache/free (4)", f"{res['impl'].median:,.0f}",
-                 f"{res['model'].median:,.0f}", f"{ratio:.1f}x"])
+    out["pool_cycle"] = {
+        "impl": res["impl"].as_dict(),
+        "model": res["model"].as_dict(),
+        "impl_over_model": ratio,
+    }
+    rows.append(
+        [
+            "pool alloc/cache/free (4)",
+            f"{res['impl'].median:,.0f}",
+            f"{res['model'].median:,.0f}",
+            f"{ratio:.1f}x",
+        ]
+    )
     # The walk: the suffix after each start is the rest of the queue, so a "window"
     # here is a full walk to the tail; the queue is sized so that it is `window` long.
     window = 256
@@ -198,12 +220,26 @@ def run(quick: bool) -> dict[str, Any]:
     out["walk"]["iter_cost_over_hand_generator"] = slow_gen
     out["walk"]["iter_cost_over_hand_inline"] = slow_inline
     out["walk"]["target_cost_ratio"] = 1.2
-    rows.append(["walk: iter_blocks_after", f"{res['iter_blocks_after'].median:,.0f}",
-                 f"{res['hand_generator'].median:,.0f}", f"{slow_gen:.2f}x cost"])
-    rows.append(["walk: vs inline loop", f"{res['iter_blocks_after'].median:,.0f}",
-                 f"{res['hand_inline'].median:,.0f}", f"{slow_inline:.2f}x cost"])
-    out["table"] = {"columns": ["operation", "impl ops/s", "model (or hand) ops/s", "ratio"],
-                    "rows": rows}
+    rows.append(
+        [
+            "walk: iter_blocks_after",
+            f"{res['iter_blocks_after'].median:,.0f}",
+            f"{res['hand_generator'].median:,.0f}",
+            f"{slow_gen:.2f}x cost",
+        ]
+    )
+    rows.append(
+        [
+            "walk: vs inline loop",
+            f"{res['iter_blocks_after'].median:,.0f}",
+            f"{res['hand_inline'].median:,.0f}",
+            f"{slow_inline:.2f}x cost",
+        ]
+    )
+    out["table"] = {
+        "columns": ["operation", "impl ops/s", "model (or hand) ops/s", "ratio"],
+        "rows": rows,
+    }
     out["notes"] = [
         "queue/pool rows: ratio = impl speed / model speed (paired median)",
         "walk rows: ratio = cost of iter_blocks_after / cost of the hand-written walk "

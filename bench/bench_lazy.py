@@ -113,14 +113,20 @@ def run(quick: bool) -> dict[str, Any]:
     rows: list[list[str]] = []
     for n in sizes:
         if n == base:
-            res = interleaved([base_walk, base_store], reps, target_s=target_s,
-                              warm_s=target_s, max_units=10**6)
+            res = interleaved(
+                [base_walk, base_store], reps, target_s=target_s, warm_s=target_s, max_units=10**6
+            )
             walk_ratio = store_ratio = 1.0
             walk, store = res[base_walk.name], res[base_store.name]
         else:
             w, s = _walk(n, WINDOW), _store(n, WINDOW)
-            res = interleaved([base_walk, w, base_store, s], reps, target_s=target_s,
-                              warm_s=target_s, max_units=10**6)
+            res = interleaved(
+                [base_walk, w, base_store, s],
+                reps,
+                target_s=target_s,
+                warm_s=target_s,
+                max_units=10**6,
+            )
             walk_ratio = paired_ratio(res, base_walk.name, w.name)
             store_ratio = paired_ratio(res, base_store.name, s.name)
             walk, store = res[w.name], res[s.name]
@@ -133,12 +139,23 @@ def run(quick: bool) -> dict[str, Any]:
             "walk": walk.as_dict(),
             "store": store.as_dict(),
         }
-        row = [f"{n:,}", f"{_ns(walk):,.0f}", f"{walk_ratio:.2f}x", f"{_ns(store):,.0f}",
-               f"{store_ratio:.2f}x", "-"]
+        row = [
+            f"{n:,}",
+            f"{_ns(walk):,.0f}",
+            f"{walk_ratio:.2f}x",
+            f"{_ns(store):,.0f}",
+            f"{store_ratio:.2f}x",
+            "-",
+        ]
         if n in model_sizes:
             mw = _model_walk(n, WINDOW)
-            mres = interleaved([base_walk if n == base else _walk(n, WINDOW), mw], reps,
-                               target_s=target_s, warm_s=target_s, max_units=10**6)
+            mres = interleaved(
+                [base_walk if n == base else _walk(n, WINDOW), mw],
+                reps,
+                target_s=target_s,
+                warm_s=target_s,
+                max_units=10**6,
+            )
             impl_name = next(k for k in mres if k.startswith("walk@"))
             speedup = paired_ratio(mres, impl_name, mw.name)
             entry["model_walk_ns_per_step"] = _ns(mres[mw.name])
@@ -148,8 +165,14 @@ def run(quick: bool) -> dict[str, Any]:
         rows.append(row)
         gc.collect()
     out["table"] = {
-        "columns": ["free blocks", "walk ns/step", "vs 1K", "store ns/step", "vs 1K",
-                    "model walk ns/step (impl speedup)"],
+        "columns": [
+            "free blocks",
+            "walk ns/step",
+            "vs 1K",
+            "store ns/step",
+            "vs 1K",
+            "model walk ns/step (impl speedup)",
+        ],
         "rows": rows,
     }
     out["notes"] = [
@@ -157,8 +180,11 @@ def run(quick: bool) -> dict[str, Any]:
         "walk: visit 64 unhashed blocks; store: visit, select, pin and complete 64 blocks",
     ]
     out["plot"] = {
-        "kind": "line", "title": f"lazy scan: CPU ns per step (window {WINDOW})",
-        "xlabel": "free blocks", "ylabel": "ns per step", "log_y": False,
+        "kind": "line",
+        "title": f"lazy scan: CPU ns per step (window {WINDOW})",
+        "xlabel": "free blocks",
+        "ylabel": "ns per step",
+        "log_y": False,
         "x": [f"{n // 1000}K" if n < 1_000_000 else f"{n // 1_000_000}M" for n in sizes],
         "series": {
             "walk": [out["sizes"][str(n)]["walk_ns_per_step"] for n in sizes],
@@ -175,4 +201,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-

@@ -52,8 +52,11 @@ FILL_LIMIT_S = 20.0
 
 
 def _label(n: int) -> str:
-    return f"{n >> 20}M" if n >= 1 << 20 and n % (1 << 20) == 0 else (
-        f"{n >> 10}K" if n >= 1024 and n % 1024 == 0 else str(n))
+    return (
+        f"{n >> 20}M"
+        if n >= 1 << 20 and n % (1 << 20) == 0
+        else (f"{n >> 10}K" if n >= 1024 and n % 1024 == 0 else str(n))
+    )
 
 
 def _stepper(manager: Manager, steps: Sequence[Step]) -> Callable[[int], None]:
@@ -70,8 +73,9 @@ def _stepper(manager: Manager, steps: Sequence[Step]) -> Callable[[int], None]:
     return run
 
 
-def _fill_timed(factory: Factory, n: int, trace: Trace,
-                limit_s: float | None = None) -> tuple[Manager, float]:
+def _fill_timed(
+    factory: Factory, n: int, trace: Trace, limit_s: float | None = None
+) -> tuple[Manager, float]:
     t0 = time.perf_counter()
     manager = factory(n)
     fill(manager, trace, limit_s=limit_s, chunk=1024)
@@ -123,8 +127,7 @@ def run_throughput(quick: bool, sizes: Sequence[int] | None = None) -> dict[str,
                 contenders.append(Contender(cid, _stepper(manager, trace.steps), OPS_PER_STEP))
                 in_cell[name] = cid
             cells.append((n, frac, in_cell))
-    results = interleaved(contenders, reps, target_s=target_s, warm_s=warm_s,
-                          max_units=max_units)
+    results = interleaved(contenders, reps, target_s=target_s, warm_s=warm_s, max_units=max_units)
     del keep
     gc.collect()
 
@@ -136,21 +139,25 @@ def run_throughput(quick: bool, sizes: Sequence[int] | None = None) -> dict[str,
             for other in ("model-lru", "naive", "skeleton", "impl-arc"):
                 if other in names:
                     ratios[f"{IMPL}/{other}"] = paired_ratio(results, names[IMPL], names[other])
-        out_cells.append({
-            "num_blocks": n,
-            "pinned_fraction": frac,
-            "median_ops_per_s": ops,
-            "ratios": ratios,
-            "detail": {name: results[cid].as_dict() for name, cid in names.items()},
-        })
+        out_cells.append(
+            {
+                "num_blocks": n,
+                "pinned_fraction": frac,
+                "median_ops_per_s": ops,
+                "ratios": ratios,
+                "detail": {name: results[cid].as_dict() for name, cid in names.items()},
+            }
+        )
     scaling = _scaling(results, sizes)
     budget = _budget(out_cells, sizes)
     probe = _probe_ns(sizes, quick)
     return {
         "method": {
-            "ops_per_step": OPS_PER_STEP, "reps": reps, "target_rep_s": target_s,
+            "ops_per_step": OPS_PER_STEP,
+            "reps": reps,
+            "target_rep_s": target_s,
             "trace": "per step: prepare_store(16 new) + complete_store + "
-                     "prepare_load(4 of the previous batch) + complete_load",
+            "prepare_load(4 of the previous batch) + complete_load",
         },
         "cells": out_cells,
         "scaling": {f"{name}: {k}": v for (name, k), v in scaling.items()},
@@ -160,8 +167,10 @@ def run_throughput(quick: bool, sizes: Sequence[int] | None = None) -> dict[str,
         "skipped": skipped,
         "table": _throughput_table(out_cells, list(factories)),
         "notes": [f"{name} ops/s at {k}: {v:.2f}x" for (name, k), v in scaling.items()]
-        + ["CPU ns per absent-key lookup in a dict of that many keys: "
-           + ", ".join(f"{k}: {v:.0f}" for k, v in probe.items())]
+        + [
+            "CPU ns per absent-key lookup in a dict of that many keys: "
+            + ", ".join(f"{k}: {v:.0f}" for k, v in probe.items())
+        ]
         + [_budget_note(b) for b in budget]
         + [f"skipped {k}: {v}" for k, v in skipped.items()],
         "plot": _throughput_plot(out_cells, list(factories)),
@@ -197,7 +206,8 @@ def _scaling(results: dict[str, Any], sizes: Sequence[int]) -> dict[tuple[str, s
                 a, b = f"{name}@{small}/{pct}", f"{name}@{_label(n)}/{pct}"
                 if a in results and b in results:
                     out[(name, f"{small} / {_label(n)}, {pct} pinned")] = paired_ratio(
-                        results, a, b)
+                        results, a, b
+                    )
     return out
 
 
@@ -227,24 +237,28 @@ def _budget(cells: list[dict[str, Any]], sizes: Sequence[int]) -> list[dict[str,
             continue
         impl_lo, impl_hi = _us_per_step(lo[IMPL]), _us_per_step(hi[IMPL])
         floor_lo, floor_hi = _us_per_step(lo["dict-floor"]), _us_per_step(hi["dict-floor"])
-        out.append({
-            "sizes": f"{_label(small)} -> {_label(large)}",
-            "pinned_fraction": frac,
-            "impl_us_per_step": [impl_lo, impl_hi],
-            "floor_us_per_step": [floor_lo, floor_hi],
-            "impl_added_us": impl_hi - impl_lo,
-            "floor_added_us": floor_hi - floor_lo,
-            "allowed_added_us": (SCALING_BOUND - 1) * impl_lo,
-        })
+        out.append(
+            {
+                "sizes": f"{_label(small)} -> {_label(large)}",
+                "pinned_fraction": frac,
+                "impl_us_per_step": [impl_lo, impl_hi],
+                "floor_us_per_step": [floor_lo, floor_hi],
+                "impl_added_us": impl_hi - impl_lo,
+                "floor_added_us": floor_hi - floor_lo,
+                "allowed_added_us": (SCALING_BOUND - 1) * impl_lo,
+            }
+        )
     return out
 
 
 def _budget_note(b: dict[str, Any]) -> str:
     allowed = b["allowed_added_us"]
-    return (f"{b['sizes']}, {round(b['pinned_fraction'] * 100)}% pinned: impl-lru adds "
-            f"{b['impl_added_us']:.1f} us per step; the {SCALING_BOUND}x bound allows "
-            f"{allowed:.1f}; the dict floor alone adds {b['floor_added_us']:.1f} "
-            f"({100 * b['floor_added_us'] / allowed:.0f}% of the allowance)")
+    return (
+        f"{b['sizes']}, {round(b['pinned_fraction'] * 100)}% pinned: impl-lru adds "
+        f"{b['impl_added_us']:.1f} us per step; the {SCALING_BOUND}x bound allows "
+        f"{allowed:.1f}; the dict floor alone adds {b['floor_added_us']:.1f} "
+        f"({100 * b['floor_added_us'] / allowed:.0f}% of the allowance)"
+    )
 
 
 def _throughput_table(cells: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
@@ -253,8 +267,9 @@ def _throughput_table(cells: list[dict[str, Any]], names: list[str]) -> dict[str
     rows = []
     for c in cells:
         row: list[str] = [_label(c["num_blocks"]), f"{round(c['pinned_fraction'] * 100)}%"]
-        row += [f"{c['median_ops_per_s'][n]:,.0f}" if n in c["median_ops_per_s"] else "—"
-                for n in names]
+        row += [
+            f"{c['median_ops_per_s'][n]:,.0f}" if n in c["median_ops_per_s"] else "—" for n in names
+        ]
         row += [f"{c['ratios'][r]:.2f}x" if r in c["ratios"] else "—" for r in ratio_cols]
         rows.append(row)
     return {"columns": columns, "rows": rows}
@@ -263,9 +278,15 @@ def _throughput_table(cells: list[dict[str, Any]], names: list[str]) -> dict[str
 def _throughput_plot(cells: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
     x = [f"{_label(c['num_blocks'])}\n{round(c['pinned_fraction'] * 100)}% pinned" for c in cells]
     series = {n: [c["median_ops_per_s"].get(n) for c in cells] for n in names}
-    return {"kind": "bar", "title": "manager throughput (trace: 16 stores + 4 loads per step)",
-            "xlabel": "blocks, pinned fraction", "ylabel": "block operations / s (median)",
-            "log_y": True, "x": x, "series": series}
+    return {
+        "kind": "bar",
+        "title": "manager throughput (trace: 16 stores + 4 loads per step)",
+        "xlabel": "blocks, pinned fraction",
+        "ylabel": "block operations / s (median)",
+        "log_y": True,
+        "x": x,
+        "series": series,
+    }
 
 
 # ---------------------------------------------------------------- eviction
@@ -327,12 +348,15 @@ def run_eviction(quick: bool) -> dict[str, Any]:
     del runs
     gc.collect()
     names = [name for name in factories if name not in missing]
-    median_us = {name: [statistics.median(latencies[(name, c)]) for c in pinned_counts]
-                 for name in names}
+    median_us = {
+        name: [statistics.median(latencies[(name, c)]) for c in pinned_counts] for name in names
+    }
     flat = {name: max(v) / min(v) for name, v in median_us.items()}
     columns = ["pinned blocks", *[f"{name} µs" for name in names]]
-    rows = [[f"{c:,}", *[f"{median_us[name][i]:.1f}" for name in names]]
-            for i, c in enumerate(pinned_counts)]
+    rows = [
+        [f"{c:,}", *[f"{median_us[name][i]:.1f}" for name in names]]
+        for i, c in enumerate(pinned_counts)
+    ]
     return {
         "num_blocks": n,
         "pinned_counts": pinned_counts,
@@ -340,13 +364,20 @@ def run_eviction(quick: bool) -> dict[str, Any]:
         "max_over_min": flat,
         "skipped": missing,
         "table": {"columns": columns, "rows": rows},
-        "notes": [f"{name}: slowest / fastest median over pinned counts = {v:.2f}x"
-                  for name, v in flat.items()]
+        "notes": [
+            f"{name}: slowest / fastest median over pinned counts = {v:.2f}x"
+            for name, v in flat.items()
+        ]
         + [f"skipped {k}: {v}" for k, v in missing.items()],
-        "plot": {"kind": "line",
-                 "title": f"prepare_store latency, 16 evictions, {_label(n)} blocks",
-                 "xlabel": "pinned blocks", "ylabel": "µs per call (median)", "log_y": True,
-                 "x": pinned_counts, "series": median_us},
+        "plot": {
+            "kind": "line",
+            "title": f"prepare_store latency, 16 evictions, {_label(n)} blocks",
+            "xlabel": "pinned blocks",
+            "ylabel": "µs per call (median)",
+            "log_y": True,
+            "x": pinned_counts,
+            "series": median_us,
+        },
     }
 
 
@@ -382,6 +413,7 @@ def run_memory(quick: bool) -> dict[str, Any]:
             m = factory(size)
             fill(m, trace, limit_s=limit_s, chunk=1024)
             return m
+
         return build
 
     per_block: dict[str, float] = {}
@@ -396,8 +428,10 @@ def run_memory(quick: bool) -> dict[str, Any]:
                 gc.collect()
                 used, obj = _traced_bytes(filled(factory, small, 60.0))
                 per_block[f"manager {name} (at {_label(small)})"] = used / small
-                notes.append(f"{name}: too slow to fill {_label(n)} blocks under tracemalloc; "
-                             f"measured at {_label(small)} blocks")
+                notes.append(
+                    f"{name}: too slow to fill {_label(n)} blocks under tracemalloc; "
+                    f"measured at {_label(small)} blocks"
+                )
             del obj
         size, obj = _traced_bytes(lambda: [BlockStatus(i + 1000) for i in range(n)])
         per_block["BlockStatus object + its int id"] = (size - 8 * n) / n
@@ -417,10 +451,19 @@ def run_memory(quick: bool) -> dict[str, Any]:
         "sizeof_ctypes_struct": ctypes.sizeof(CBlockStatus),
         "skipped": missing,
         "table": {"columns": ["what", "bytes per block"], "rows": rows},
-        "notes": ["keys are allocated before tracing and not counted; a manager's cost is "
-                  "its dict entries, list nodes, status objects and slot-id ints", *notes]
+        "notes": [
+            "keys are allocated before tracing and not counted; a manager's cost is "
+            "its dict entries, list nodes, status objects and slot-id ints",
+            *notes,
+        ]
         + [f"skipped {k}: {v}" for k, v in missing.items()],
-        "plot": {"kind": "barh", "title": f"bytes per resident block ({_label(n)} blocks)",
-                 "xlabel": "bytes per block", "ylabel": "", "log_y": False,
-                 "x": list(per_block), "series": {"bytes": list(per_block.values())}},
+        "plot": {
+            "kind": "barh",
+            "title": f"bytes per resident block ({_label(n)} blocks)",
+            "xlabel": "bytes per block",
+            "ylabel": "",
+            "log_y": False,
+            "x": list(per_block),
+            "series": {"bytes": list(per_block.values())},
+        },
     }

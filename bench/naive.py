@@ -189,7 +189,5 @@ class NaiveLruManager(SlotStack):
             num_evictable=self.num_evictable,
             num_pending=self.num_pending,
             pending_events=tuple(self.events),
-            policy=LruPolicySnapshot(
-                tuple(k for k, b in self.blocks.items() if b.ref_cnt == 0)
-            ),
+            policy=LruPolicySnapshot(tuple(k for k, b in self.blocks.items() if b.ref_cnt == 0)),
         )

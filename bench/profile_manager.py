@@ -30,8 +30,11 @@ def profile_text(contender: str, blocks: int, pinned: float, steps: int, top: in
     factories, missing = available()
     if contender not in factories:
         raise SystemExit(f"{contender}: {missing.get(contender, 'unknown contender')}")
-    trace = replace(make_trace(blocks, 0.0, steps), pinned_fraction=pinned,
-                    pinned=pinned_indices(blocks, pinned))
+    trace = replace(
+        make_trace(blocks, 0.0, steps),
+        pinned_fraction=pinned,
+        pinned=pinned_indices(blocks, pinned),
+    )
     manager = factories[contender](blocks)
     fill(manager, trace)
     profiler = cProfile.Profile()

@@ -33,7 +33,8 @@ def markdown(payload: dict[str, Any]) -> str:
         f"{meta.get('platform', '?')}, {meta.get('cpu_count', '?')} CPUs, load average "
         f"{meta.get('load_average_at_start', '?')} at start, "
         f"{meta.get('load_average_at_end', '?')} at end"
-        + (" (QUICK: not a measurement)" if meta.get("quick") else "") + ".",
+        + (" (QUICK: not a measurement)" if meta.get("quick") else "")
+        + ".",
     ]
     for name, result in payload.get("benchmarks", {}).items():
         lines += ["", f"### {name}", ""]

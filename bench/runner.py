@@ -50,13 +50,24 @@ DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="evictable bench", description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true",
-                   help="tiny sizes and few repetitions (a smoke test, not a measurement)")
-    p.add_argument("--only", metavar="NAME", action="append",
-                   choices=[name for name, _, _ in BENCHMARKS],
-                   help="run only this benchmark (repeatable)")
-    p.add_argument("--out", metavar="DIR", default=str(DEFAULT_OUT),
-                   help=f"where results.json and the plots go (default {DEFAULT_OUT})")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny sizes and few repetitions (a smoke test, not a measurement)",
+    )
+    p.add_argument(
+        "--only",
+        metavar="NAME",
+        action="append",
+        choices=[name for name, _, _ in BENCHMARKS],
+        help="run only this benchmark (repeatable)",
+    )
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        default=str(DEFAULT_OUT),
+        help=f"where results.json and the plots go (default {DEFAULT_OUT})",
+    )
     return p
 
 
@@ -116,8 +127,10 @@ def _print_table(name: str, result: dict[str, Any]) -> None:
     if isinstance(table, dict) and "columns" in table and "rows" in table:
         columns = [str(c) for c in table["columns"]]
         rows = [[str(c) for c in row] for row in table["rows"]]
-        widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c)
-                  for i, c in enumerate(columns)]
+        widths = [
+            max(len(c), *(len(r[i]) for r in rows)) if rows else len(c)
+            for i, c in enumerate(columns)
+        ]
         print("  ".join(c.rjust(w) for c, w in zip(columns, widths, strict=True)))
         for row in rows:
             print("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
@@ -140,9 +153,15 @@ def _plot(name: str, result: dict[str, Any], path: Path) -> None:
     spec = result.get("plot")
     if not isinstance(spec, dict):
         leaves = list(_leaves(result))[:40]
-        spec = {"kind": "barh", "title": name, "xlabel": "value", "ylabel": "",
-                "x": [k for k, _ in leaves], "series": {name: [v for _, v in leaves]},
-                "log_y": False}
+        spec = {
+            "kind": "barh",
+            "title": name,
+            "xlabel": "value",
+            "ylabel": "",
+            "x": [k for k, _ in leaves],
+            "series": {name: [v for _, v in leaves]},
+            "log_y": False,
+        }
     kind = spec.get("kind", "bar")
     x = list(spec.get("x", []))
     series: dict[str, list[float | None]] = dict(spec.get("series", {}))
@@ -190,16 +209,23 @@ def _have_matplotlib() -> bool:
 # ---------------------------------------------------------------- main
 
 
-def standalone(name: str, fn: Callable[[bool], dict[str, Any]], description: str,
-               argv: Sequence[str] | None = None) -> int:
+def standalone(
+    name: str,
+    fn: Callable[[bool], dict[str, Any]],
+    description: str,
+    argv: Sequence[str] | None = None,
+) -> int:
     """`python -m bench.<module> [--quick]`: one benchmark on its own.
 
     Runs `fn`, writes its dict to `bench/results/<name>.json` and prints its table
     and notes as `evictable bench` does. Returns the exit status (0).
     """
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--quick", action="store_true",
-                        help="tiny sizes and few repetitions (a smoke test, not a measurement)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny sizes and few repetitions (a smoke test, not a measurement)",
+    )
     args = parser.parse_args(list(argv) if argv is not None else None)
     result = fn(args.quick)
     path = DEFAULT_OUT / f"{name}.json"
@@ -210,7 +236,6 @@ def standalone(name: str, fn: Callable[[bool], dict[str, Any]], description: str
     return 0
 
 
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmarks; return 0, or 1 if any of them raised."""
     args = _parser().parse_args(list(argv) if argv is not None else None)
@@ -218,8 +243,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     plots = _have_matplotlib()
     if not plots:
-        print("matplotlib is not installed: no plots (pip install 'evictable[bench]')",
-              file=sys.stderr)
+        print(
+            "matplotlib is not installed: no plots (pip install 'evictable[bench]')",
+            file=sys.stderr,
+        )
     payload: dict[str, Any] = {"meta": _meta(args.quick), "benchmarks": {}, "plots": {}}
     failed = False
     for name, module, function in BENCHMARKS:

@@ -74,8 +74,7 @@ def units_budget(reps: int, max_units: int) -> int:
     return warm + reps * (max_units + max_units // 10 + 1)
 
 
-def _calibrate(c: Contender, warm_s: float, target_s: float, min_units: int,
-               max_units: int) -> int:
+def _calibrate(c: Contender, warm_s: float, target_s: float, min_units: int, max_units: int) -> int:
     units, spent = 1, 0.0
     while True:
         t0 = time.process_time()

@@ -144,8 +144,9 @@ class FillTimeout(RuntimeError):
     """The fill did not finish within its time limit (the manager is too slow at this size)."""
 
 
-def fill(manager: Manager, trace: Trace, limit_s: float | None = None,
-         chunk: int = FILL_CHUNK) -> None:
+def fill(
+    manager: Manager, trace: Trace, limit_s: float | None = None, chunk: int = FILL_CHUNK
+) -> None:
     """Store every fill key (committed), then pin the chosen ones (loads never completed).
 
     With `limit_s`, raise `FillTimeout` once that many seconds have passed (checked

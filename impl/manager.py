@@ -111,9 +111,7 @@ class CPUOffloadingManager:
         "_unpin",
     )
 
-    def __init__(
-        self, num_blocks: int, policy: str = "lru", enable_events: bool = False
-    ) -> None:
+    def __init__(self, num_blocks: int, policy: str = "lru", enable_events: bool = False) -> None:
         """Pre: `num_blocks` an int >= 0 (not a bool), `policy` a known name,
         `enable_events` a bool; else `InvalidArgumentError`. Complexity: O(1)."""
         capacity = check_num_blocks(num_blocks)
@@ -235,8 +233,13 @@ class CPUOffloadingManager:
             self._events.append(OffloadingEvent(tuple(evicted), True))
         return PrepareStoreOutput(to_store, ids, evicted)
 
-    def _undo_store(self, to_store: list[Key], victims: list[tuple[Key, BlockStatus]],
-                    mark: SlotMark, saved: object) -> None:
+    def _undo_store(
+        self,
+        to_store: list[Key],
+        victims: list[tuple[Key, BlockStatus]],
+        mark: SlotMark,
+        saved: object,
+    ) -> None:
         """Undo a `prepare_store` whose policy raised: table, slots, then the policy."""
         if self._own_table:
             blocks = self._blocks
@@ -346,7 +349,7 @@ class CPUOffloadingManager:
         for key in batch:
             block = get(key)
             if block is None or block.ref_cnt < 0:
-                self._shift(batch[:len(slots)], -1)  # undo the keys before it
+                self._shift(batch[: len(slots)], -1)  # undo the keys before it
                 raise refusal(key, block, CpuEvent.LOAD_BEGIN)
             ref = block.ref_cnt
             block.ref_cnt = ref + 1
@@ -394,8 +397,13 @@ class CPUOffloadingManager:
         for key in keys:
             blocks[key].ref_cnt += delta
 
-    def _guarded_flips(self, report: Callable[[list[BlockStatus]], None],
-                       flipped: list[BlockStatus], batch: Sequence[Key], delta: int) -> None:
+    def _guarded_flips(
+        self,
+        report: Callable[[list[BlockStatus]], None],
+        flipped: list[BlockStatus],
+        batch: Sequence[Key],
+        delta: int,
+    ) -> None:
         """`report(flipped)` for a policy that may fail: if it raises, every key of
         the batch has its ref change `delta` undone and the policy is restored."""
         saved = self._policy.checkpoint()

@@ -243,9 +243,7 @@ class ModelBlockPool:
 def inv_free_iff_ref_zero(snap: BlockPoolSnapshot) -> bool:
     """Every non-null block is in the free queue exactly when its ref_cnt is 0."""
     linked = set(snap.free_queue.order)
-    return all(
-        (b in linked) == (snap.ref_cnts[b] == 0) for b in range(1, snap.num_blocks)
-    )
+    return all((b in linked) == (snap.ref_cnts[b] == 0) for b in range(1, snap.num_blocks))
 
 
 def inv_refs_non_negative(snap: BlockPoolSnapshot) -> bool:
@@ -271,8 +269,10 @@ def inv_cache_matches_hashes(snap: BlockPoolSnapshot) -> bool:
     """The cache map lists exactly the hashed blocks, each under its own hash."""
     listed = [(h, b) for h, bs in snap.cached for b in bs]
     hashed = [(h, b) for b, h in enumerate(snap.block_hashes) if h is not None]
-    return len(set(listed)) == len(listed) and set(listed) == set(hashed) and all(
-        bs for _, bs in snap.cached
+    return (
+        len(set(listed)) == len(listed)
+        and set(listed) == set(hashed)
+        and all(bs for _, bs in snap.cached)
     )
 
 

@@ -117,9 +117,7 @@ class InsufficientFreeBlocksError(LifecycleError, ValueError):
     """More blocks were asked for than the free queue holds (or `n` is negative)."""
 
     def __init__(self, requested: int, available: int) -> None:
-        super().__init__(
-            f"cannot take {requested} blocks: {available} free blocks available"
-        )
+        super().__init__(f"cannot take {requested} blocks: {available} free blocks available")
         self.requested = requested
         self.available = available
 

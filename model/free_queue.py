@@ -214,9 +214,7 @@ class ModelFreeQueue:
             and self.stamp[cursor.block_id] == cursor.generation
         )
 
-    def iter_blocks_after(
-        self, cursor: BlockId | ModelCursor | None = None
-    ) -> Iterator[BlockId]:
+    def iter_blocks_after(self, cursor: BlockId | ModelCursor | None = None) -> Iterator[BlockId]:
         """The blocks after `cursor` (all blocks for None), front to back, lazily.
 
         The cursor is validated now; the queue changing while the iterator is

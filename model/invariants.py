@@ -125,9 +125,7 @@ def inv_ref_at_least_minus_one(lg: Logic, b: BlockView[Any, Any]) -> Any:
 
 def inv_pending_iff_store_ref(lg: Logic, b: BlockView[Any, Any]) -> Any:
     """A resident block is PENDING exactly when its ref count is -1."""
-    return lg.implies(
-        _resident(lg, b), lg.iff(b.is_state(CpuState.PENDING), lg.eq(b.ref, -1))
-    )
+    return lg.implies(_resident(lg, b), lg.iff(b.is_state(CpuState.PENDING), lg.eq(b.ref, -1)))
 
 
 def inv_evictable_iff_idle(lg: Logic, b: BlockView[Any, Any]) -> Any:
@@ -160,8 +158,13 @@ def idle(lg: Logic, machine: Machine, b: BlockView[Any, Any]) -> Any:
     the range of a flagged state (CPU: resident and ref == 0; GPU: not the null block
     and ref == 0)."""
     live = lg.or_(*(b.is_state(s.state) for s in machine.states if s.resident and not s.fixed))
-    ranges = lg.or_(*(_in_range(lg, b, s.ref_min, s.ref_max)
-                      for s in machine.states if s.flag and s.ref_min is not None))
+    ranges = lg.or_(
+        *(
+            _in_range(lg, b, s.ref_min, s.ref_max)
+            for s in machine.states
+            if s.flag and s.ref_min is not None
+        )
+    )
     return lg.and_(live, ranges)
 
 
@@ -176,10 +179,13 @@ def machine_block_invariants(machine: Machine) -> dict[str, BlockInvariant]:
     specs = machine.states
 
     def admits(lg: Logic, b: BlockView[Any, Any]) -> Any:
-        return lg.and_(*(
-            lg.implies(b.is_state(s.state), _in_range(lg, b, s.ref_min, s.ref_max))
-            for s in specs if s.resident and s.ref_min is not None
-        ))
+        return lg.and_(
+            *(
+                lg.implies(b.is_state(s.state), _in_range(lg, b, s.ref_min, s.ref_max))
+                for s in specs
+                if s.resident and s.ref_min is not None
+            )
+        )
 
     def flag_matches(lg: Logic, b: BlockView[Any, Any]) -> Any:
         return lg.iff(b.in_list, lg.or_(*(b.is_state(s.state) for s in specs if s.flag)))
@@ -276,9 +282,7 @@ def inv_arc_bounds(snap: ManagerSnapshot) -> bool:
 def inv_blocks_hold(snap: ManagerSnapshot) -> bool:
     """Every block invariant holds for every resident block."""
     return all(
-        bool(inv(PY_LOGIC, view))
-        for view in block_views(snap)
-        for inv in BLOCK_INVARIANTS.values()
+        bool(inv(PY_LOGIC, view)) for view in block_views(snap) for inv in BLOCK_INVARIANTS.values()
     )
 
 

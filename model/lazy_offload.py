@@ -178,8 +178,9 @@ class ScanView:
         return q.stamps[q.order.index(block_id)] if block_id in q.order else None
 
 
-def needs_offload(block_hash: Hashable | None, offloaded: frozenset[Hashable] | set[Hashable]
-                  ) -> bool:
+def needs_offload(
+    block_hash: Hashable | None, offloaded: frozenset[Hashable] | set[Hashable]
+) -> bool:
     """A free block needs offloading when it has a hash not yet on the CPU tier."""
     return block_hash is not None and block_hash not in offloaded
 
@@ -219,8 +220,9 @@ def inv_scan_complete(view: ScanView) -> bool:
     if view.visited is None:
         raise InvalidArgumentError("scan completeness needs the model's visit marks")
     for b in _before_cursor(view):
-        if needs_offload(view.pool.block_hashes[b], view.scan.offloaded) and \
-                view.visited.get(b) != view.stamp(b):
+        if needs_offload(view.pool.block_hashes[b], view.scan.offloaded) and view.visited.get(
+            b
+        ) != view.stamp(b):
             return False
     return True
 
@@ -229,8 +231,7 @@ def inv_prefix_offloaded(view: ScanView) -> bool:
     """The state-only strengthening: every hashed block before the cursor is offloaded
     (it implies scan completeness and needs no visit marks, so `impl` checks it)."""
     return not any(
-        needs_offload(view.pool.block_hashes[b], view.scan.offloaded)
-        for b in _before_cursor(view)
+        needs_offload(view.pool.block_hashes[b], view.scan.offloaded) for b in _before_cursor(view)
     )
 
 
@@ -279,9 +280,9 @@ def pending_blocks(view: ScanView) -> frozenset[int]:
     visited = view.visited or {}
     q = view.pool.free_queue
     return frozenset(
-        b for b, s in zip(q.order, q.stamps, strict=True)
-        if needs_offload(view.pool.block_hashes[b], view.scan.offloaded)
-        and visited.get(b) != s
+        b
+        for b, s in zip(q.order, q.stamps, strict=True)
+        if needs_offload(view.pool.block_hashes[b], view.scan.offloaded) and visited.get(b) != s
     )
 
 

@@ -95,13 +95,14 @@ CPU_MACHINE = Machine(
     hook_drop="(leaves the list)",
     item_kind="key",
     states=(
-        StateSpec(_A, "not resident (slot free)", resident=False, flag=False,
-                  ref_min=None, ref_max=None),
-        StateSpec(_P, "store in flight, not readable", resident=True, flag=False,
-                  ref_min=-1, ref_max=-1),
+        StateSpec(
+            _A, "not resident (slot free)", resident=False, flag=False, ref_min=None, ref_max=None
+        ),
+        StateSpec(
+            _P, "store in flight, not readable", resident=True, flag=False, ref_min=-1, ref_max=-1
+        ),
         StateSpec(_R, "resident, idle", resident=True, flag=True, ref_min=0, ref_max=0),
-        StateSpec(_L, "n loads in flight", resident=True, flag=False,
-                  ref_min=1, ref_max=None),
+        StateSpec(_L, "n loads in flight", resident=True, flag=False, ref_min=1, ref_max=None),
     ),
     events=tuple(CpuEvent),
     initial=(_A,),
@@ -162,12 +163,17 @@ GPU_MACHINE = Machine(
     hook_drop="—",
     item_kind="block",
     states=(
-        StateSpec(_F, "in the free queue, idle", resident=True, flag=True,
-                  ref_min=0, ref_max=0),
-        StateSpec(_U, "held by n requests", resident=True, flag=False,
-                  ref_min=1, ref_max=None),
-        StateSpec(_N, "the null block, outside both", resident=True, flag=False,
-                  ref_min=0, ref_max=0, fixed=True),
+        StateSpec(_F, "in the free queue, idle", resident=True, flag=True, ref_min=0, ref_max=0),
+        StateSpec(_U, "held by n requests", resident=True, flag=False, ref_min=1, ref_max=None),
+        StateSpec(
+            _N,
+            "the null block, outside both",
+            resident=True,
+            flag=False,
+            ref_min=0,
+            ref_max=0,
+            fixed=True,
+        ),
     ),
     events=tuple(GpuEvent),
     initial=(_F, _N),

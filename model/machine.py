@@ -230,7 +230,6 @@ class TableError(Exception):
     """The declared table is inconsistent (raised at import by `validate`)."""
 
 
-
 # --------------------------------------------------------------------------
 # Derivations.
 # --------------------------------------------------------------------------
@@ -315,8 +314,11 @@ def validate(machine: Machine) -> None:
     for spec in machine.states:
         for event in machine.events:
             moves = machine.transitions_from(spec.state, event)
-            kinds = int(bool(moves)) + int(machine.rejection(spec.state, event) is not None) \
+            kinds = (
+                int(bool(moves))
+                + int(machine.rejection(spec.state, event) is not None)
                 + int(machine.is_ignored(spec.state, event))
+            )
             if kinds != 1:
                 raise TableError(
                     f"{machine.name}: ({spec.state.name}, {event.value}) must be exactly one of "
@@ -357,4 +359,3 @@ def _closure(start: set[State], succ: Mapping[State, set[State]]) -> set[State]:
                 seen.add(n)
                 frontier.append(n)
     return seen
-

@@ -92,9 +92,7 @@ def is_resident(phase: Phase) -> bool:
 class ModelManager:
     """Reference CPU offloading manager (DESIGN.md §4)."""
 
-    def __init__(
-        self, num_blocks: int, policy: str = "lru", enable_events: bool = False
-    ) -> None:
+    def __init__(self, num_blocks: int, policy: str = "lru", enable_events: bool = False) -> None:
         self.num_blocks = check_num_blocks(num_blocks)
         check_policy_name(policy, MODEL_POLICIES)
         self.enable_events = check_enable_events(enable_events)
@@ -194,8 +192,7 @@ class ModelManager:
         """Make room for the absent keys and mark them PENDING; None if no room can be made."""
         batch, protected = check_keys(keys)
         to_store = [
-            k for k in batch
-            if fired_transition(self.phase(k), CpuEvent.STORE_BEGIN) is not None
+            k for k in batch if fired_transition(self.phase(k), CpuEvent.STORE_BEGIN) is not None
         ]
         if not to_store:
             return PrepareStoreOutput([], [], [])  # nothing to store, even with no free space

@@ -38,8 +38,7 @@ def check_num_blocks(num_blocks: object, what: str = "num_blocks") -> int:
     """`num_blocks` must be an int (not a bool) and >= 0; else `InvalidArgumentError`."""
     if isinstance(num_blocks, bool) or not isinstance(num_blocks, int):
         raise InvalidArgumentError(
-            f"{what} must be a non-negative int, got {type(num_blocks).__name__} "
-            f"{num_blocks!r}"
+            f"{what} must be a non-negative int, got {type(num_blocks).__name__} {num_blocks!r}"
         )
     if num_blocks < 0:
         raise InvalidArgumentError(f"{what} must be a non-negative int, got {num_blocks!r}")
@@ -50,8 +49,7 @@ def check_enable_events(enable_events: object) -> bool:
     """`enable_events` must be a bool; else `InvalidArgumentError`."""
     if not isinstance(enable_events, bool):
         raise InvalidArgumentError(
-            f"enable_events must be a bool, got {type(enable_events).__name__} "
-            f"{enable_events!r}"
+            f"enable_events must be a bool, got {type(enable_events).__name__} {enable_events!r}"
         )
     return enable_events
 

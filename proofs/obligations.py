@@ -57,6 +57,7 @@ __all__ = [
 DEFAULT_TIMEOUT_S = 120.0
 """The default wall-clock bound of one check, in seconds."""
 
+
 class Kind(enum.Enum):
     """What discharging an obligation establishes."""
 
@@ -210,17 +211,31 @@ def _timed(fn: Callable[[float], Outcome], timeout_s: float) -> tuple[Outcome, f
         _DEADLINE.reset(token)
     seconds = time.perf_counter() - start
     if seconds > timeout_s and outcome.status is not Status.UNKNOWN:
-        outcome = Outcome(Status.UNKNOWN, f"ran {seconds:.1f}s, past its wall-clock bound of "
-                                          f"{timeout_s:g}s ({outcome.status.value} then)",
-                          outcome.detail)
+        outcome = Outcome(
+            Status.UNKNOWN,
+            f"ran {seconds:.1f}s, past its wall-clock bound of "
+            f"{timeout_s:g}s ({outcome.status.value} then)",
+            outcome.detail,
+        )
     return outcome, seconds
 
 
 def run_one(ob: Obligation, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[Result]:
     """Discharge one obligation and its negative control (if any)."""
     outcome, secs = _timed(ob.check, timeout_s)
-    results = [Result(ob.name, ob.kind, ob.bounds, outcome.status, secs,
-                      outcome.counterexample, ob.statement, outcome.detail, timeout_s)]
+    results = [
+        Result(
+            ob.name,
+            ob.kind,
+            ob.bounds,
+            outcome.status,
+            secs,
+            outcome.counterexample,
+            ob.statement,
+            outcome.detail,
+            timeout_s,
+        )
+    ]
     if ob.negative is not None:
         neg, nsecs = _timed(ob.negative, timeout_s)
         if neg.status is Status.COUNTEREXAMPLE:
@@ -230,9 +245,18 @@ def run_one(ob: Obligation, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[Result
         else:
             status, text = neg.status, neg.counterexample
         results.append(
-            Result(f"{ob.name}~neg", ob.kind, ob.bounds, status, nsecs, text,
-                   ob.negative_statement or f"a broken variant of {ob.name} is refuted",
-                   neg.detail, timeout_s, control_of=ob.name)
+            Result(
+                f"{ob.name}~neg",
+                ob.kind,
+                ob.bounds,
+                status,
+                nsecs,
+                text,
+                ob.negative_statement or f"a broken variant of {ob.name} is refuted",
+                neg.detail,
+                timeout_s,
+                control_of=ob.name,
+            )
         )
     return results
 

@@ -106,8 +106,9 @@ def profile(name: str) -> PolicyProfile:
     """The profile of `name`; `MissingProfileError` if it has none."""
     found = _PROFILES.get(name)
     if found is None:
-        raise MissingProfileError(f"policy {name!r} has no verification profile; profiles: "
-                                  f"{', '.join(sorted(_PROFILES))}")
+        raise MissingProfileError(
+            f"policy {name!r} has no verification profile; profiles: {', '.join(sorted(_PROFILES))}"
+        )
     return found
 
 
@@ -128,25 +129,29 @@ def register_verified_policy(
     register_profile(p)
 
 
-register_profile(PolicyProfile(
-    "lru",
-    explore={
-        "quick": Bounds(slots=2, keys=3, max_ref=2, batch=2, policy="lru", events=1),
-        "default": Bounds(slots=3, keys=4, max_ref=2, batch=2, policy="lru", events=1),
-        "thorough": Bounds(slots=3, keys=5, max_ref=2, batch=3, policy="lru", events=1),
-    },
-    check=Bounds(slots=2, keys=3, max_ref=2, batch=2, policy="lru", events=1),
-))
-register_profile(PolicyProfile(
-    "arc",
-    explore={
-        "quick": Bounds(slots=2, keys=3, max_ref=1, batch=2, policy="arc"),
-        "default": Bounds(slots=2, keys=4, max_ref=2, batch=2, policy="arc", events=1),
-        "thorough": Bounds(slots=3, keys=4, max_ref=1, batch=2, policy="arc", events=1),
-    },
-    check=Bounds(slots=2, keys=4, max_ref=1, batch=2, policy="arc"),
-    rules=ArcRules,
-))
+register_profile(
+    PolicyProfile(
+        "lru",
+        explore={
+            "quick": Bounds(slots=2, keys=3, max_ref=2, batch=2, policy="lru", events=1),
+            "default": Bounds(slots=3, keys=4, max_ref=2, batch=2, policy="lru", events=1),
+            "thorough": Bounds(slots=3, keys=5, max_ref=2, batch=3, policy="lru", events=1),
+        },
+        check=Bounds(slots=2, keys=3, max_ref=2, batch=2, policy="lru", events=1),
+    )
+)
+register_profile(
+    PolicyProfile(
+        "arc",
+        explore={
+            "quick": Bounds(slots=2, keys=3, max_ref=1, batch=2, policy="arc"),
+            "default": Bounds(slots=2, keys=4, max_ref=2, batch=2, policy="arc", events=1),
+            "thorough": Bounds(slots=3, keys=4, max_ref=1, batch=2, policy="arc", events=1),
+        },
+        check=Bounds(slots=2, keys=4, max_ref=1, batch=2, policy="arc"),
+        rules=ArcRules,
+    )
+)
 """The built-in policies. Every level has more keys than slots, so that eviction is
 reachable (ARC from `default` on: two more, so that ghost lists overflow and are
 trimmed)."""

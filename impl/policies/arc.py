@@ -125,9 +125,7 @@ class ARCCachePolicy(CachePolicy):
             or not isinstance(cache_capacity, int)
             or cache_capacity < 0
         ):
-            raise InvalidArgumentError(
-                f"ARC capacity must be an int >= 0, got {cache_capacity!r}"
-            )
+            raise InvalidArgumentError(f"ARC capacity must be an int >= 0, got {cache_capacity!r}")
         super().__init__(cache_capacity)
         self.t1: OrderedDict[Key, BlockStatus] = OrderedDict()
         self.t2: OrderedDict[Key, BlockStatus] = OrderedDict()
@@ -348,7 +346,10 @@ class ARCCachePolicy(CachePolicy):
         Complexity: O(N).
         """
         lists: dict[str, Mapping[Key, object]] = {
-            "t1": self.t1, "t2": self.t2, "b1": self.b1, "b2": self.b2
+            "t1": self.t1,
+            "t2": self.t2,
+            "b1": self.b1,
+            "b2": self.b2,
         }
         seen: dict[Key, str] = {}
         for name, entries in lists.items():
@@ -369,8 +370,10 @@ class ARCCachePolicy(CachePolicy):
                 _fail(f"{name}: position stamps are not increasing in list order")
             idle = {k for k, b in entries.items() if b.ref_cnt == 0}
             if set(index.live) != idle:
-                _fail(f"{name}: eligible index {sorted(map(repr, index.live))} "
-                      f"!= idle entries {sorted(map(repr, idle))}")
+                _fail(
+                    f"{name}: eligible index {sorted(map(repr, index.live))} "
+                    f"!= idle entries {sorted(map(repr, idle))}"
+                )
             live_entries = [e for e in index.heap if index.live.get(e[2]) == e[1]]
             if len(live_entries) != len(index.live) or {e[2] for e in live_entries} != set(
                 index.live

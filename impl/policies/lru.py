@@ -186,8 +186,7 @@ class LRUCachePolicy(CachePolicy):
         (unhashable keys and malformed batches are ignored).
         Complexity: O(len(keys)).
         """
-        seq: Sequence[Key] = keys if type(keys) is list or type(keys) is tuple \
-            else touch_keys(keys)
+        seq: Sequence[Key] = keys if type(keys) is list or type(keys) is tuple else touch_keys(keys)
         try:
             self._move_to_end(seq)
         except TypeError:
@@ -272,8 +271,9 @@ class LRUCachePolicy(CachePolicy):
         """Copies carry the list as keys in order (records carry no links)."""
         return self.cache_capacity, self.blocks, self.ring, [b.key for b in self.listed()]
 
-    def __setstate__(self, state: tuple[int, dict[Key, BlockStatus], BlockStatus, list[Key]]
-                     ) -> None:
+    def __setstate__(
+        self, state: tuple[int, dict[Key, BlockStatus], BlockStatus, list[Key]]
+    ) -> None:
         capacity, blocks, ring, order = state
         self.cache_capacity = capacity
         self.blocks = blocks

@@ -53,36 +53,60 @@ def _count(minimum: int) -> Any:
 def add_parsers(subparsers: Any) -> None:
     """Add `explore`, `check` and `replay` to the `evictable` parser."""
     p = subparsers.add_parser(
-        "explore", help="exhaustively explore the model for small bounds",
+        "explore",
+        help="exhaustively explore the model for small bounds",
         description="Visit every model state reachable within the bounds, check every "
-                    "invariant in every state and the implementation on every edge.")
+        "invariant in every state and the implementation on every edge.",
+    )
     d = Bounds()
     p.add_argument("--slots", type=_count(0), default=d.slots, help="CPU slots (num_blocks)")
     p.add_argument("--keys", type=_count(1), default=d.keys, help="size of the key universe")
-    p.add_argument("--max-ref", type=_count(1), default=d.max_ref,
-                   help="most loads in flight per block")
+    p.add_argument(
+        "--max-ref", type=_count(1), default=d.max_ref, help="most loads in flight per block"
+    )
     p.add_argument("--batch", type=_count(0), default=d.batch, help="longest key batch")
     p.add_argument("--policy", default=d.policy, help="lru or arc")
-    p.add_argument("--events", type=_count(0), default=0,
-                   help="enable events, keeping at most this many pending (0: off)")
+    p.add_argument(
+        "--events",
+        type=_count(0),
+        default=0,
+        help="enable events, keeping at most this many pending (0: off)",
+    )
     p.add_argument("--workers", type=_count(1), default=2, help="worker processes")
-    p.add_argument("--no-canonical", action="store_true",
-                   help="do not quotient states by key renaming")
-    p.add_argument("--savings", action="store_true",
-                   help="also run without canonicalisation and report the saving")
-    p.add_argument("--max-states", type=_count(1), default=DEFAULT_MAX_STATES,
-                   help="stop (incomplete: exit code 2) beyond this many distinct states")
-    p.add_argument("--factory", metavar="MODULE:FACTORY", default=None,
-                   help="explore this implementation instead of evictable.impl.manager")
+    p.add_argument(
+        "--no-canonical", action="store_true", help="do not quotient states by key renaming"
+    )
+    p.add_argument(
+        "--savings",
+        action="store_true",
+        help="also run without canonicalisation and report the saving",
+    )
+    p.add_argument(
+        "--max-states",
+        type=_count(1),
+        default=DEFAULT_MAX_STATES,
+        help="stop (incomplete: exit code 2) beyond this many distinct states",
+    )
+    p.add_argument(
+        "--factory",
+        metavar="MODULE:FACTORY",
+        default=None,
+        help="explore this implementation instead of evictable.impl.manager",
+    )
     p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
     p.set_defaults(handler=cmd_explore)
 
     p = subparsers.add_parser(
-        "check", help="check an implementation against the model",
+        "check",
+        help="check an implementation against the model",
         description="Run the conformance engine and the explorer against the manager made "
-                    "by MODULE:FACTORY (see docs/conformance.md).")
-    p.add_argument("spec", metavar="MODULE:FACTORY",
-                   help="factory (num_blocks, policy, enable_events) -> manager")
+        "by MODULE:FACTORY (see docs/conformance.md).",
+    )
+    p.add_argument(
+        "spec",
+        metavar="MODULE:FACTORY",
+        help="factory (num_blocks, policy, enable_events) -> manager",
+    )
     p.add_argument("--examples", type=_count(1), default=200, help="conformance examples")
     p.add_argument("--steps", type=_count(1), default=40, help="steps per example")
     p.add_argument("--policy", default="lru", help="policy name passed to the factory")
@@ -93,15 +117,22 @@ def add_parsers(subparsers: Any) -> None:
     p.set_defaults(handler=cmd_check)
 
     p = subparsers.add_parser(
-        "replay", help="check a recorded JSONL trace against the model",
+        "replay",
+        help="check a recorded JSONL trace against the model",
         description="Replay recorded manager calls on the model and report the first "
-                    "divergence (format: docs/conformance.md).")
+        "divergence (format: docs/conformance.md).",
+    )
     p.add_argument("trace", metavar="TRACE.jsonl")
-    p.add_argument("--num-blocks", type=_count(0), default=None,
-                   help="constructor argument when the trace has no header (overrides it)")
+    p.add_argument(
+        "--num-blocks",
+        type=_count(0),
+        default=None,
+        help="constructor argument when the trace has no header (overrides it)",
+    )
     p.add_argument("--policy", default=None, help="policy (overrides the header)")
-    p.add_argument("--events", action="store_true", default=None,
-                   help="enable events (overrides the header)")
+    p.add_argument(
+        "--events", action="store_true", default=None, help="enable events (overrides the header)"
+    )
     p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
     p.set_defaults(handler=cmd_replay)
 
@@ -114,17 +145,31 @@ def exploration_fields(run: Exploration) -> dict[str, Any]:
     b, f = run.bounds, run.figures
     failure = None
     if run.failure is not None:
-        failure = {"reason": run.failure.reason,
-                   "calls": len(run.failure.path) + (run.failure.op is not None),
-                   "snippet": run.failure.snippet}
+        failure = {
+            "reason": run.failure.reason,
+            "calls": len(run.failure.path) + (run.failure.op is not None),
+            "snippet": run.failure.snippet,
+        }
     return {
-        "bounds": {"policy": b.policy, "slots": b.slots, "keys": b.keys, "max_ref": b.max_ref,
-                   "batch": b.batch, "events": b.events},
+        "bounds": {
+            "policy": b.policy,
+            "slots": b.slots,
+            "keys": b.keys,
+            "max_ref": b.max_ref,
+            "batch": b.batch,
+            "events": b.events,
+        },
         "canonical": run.canonical,
         "workers": run.workers,
-        "figures": {"states": f.states, "transitions": f.transitions, "depth": f.max_depth,
-                    "seconds": round(f.seconds, 4), "complete": f.complete,
-                    "pruned": f.pruned, "concrete": f.concrete},
+        "figures": {
+            "states": f.states,
+            "transitions": f.transitions,
+            "depth": f.max_depth,
+            "seconds": round(f.seconds, 4),
+            "complete": f.complete,
+            "pruned": f.pruned,
+            "concrete": f.concrete,
+        },
         "verdict": "ok" if run.ok else "failed" if run.failure else "incomplete",
         "failure": failure,
     }
@@ -140,27 +185,37 @@ def cmd_explore(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     if args.factory is not None:
         factory = load_factory(args.factory)
         _probe(factory, args.policy)
-    run = explore(bounds, factory, workers=args.workers, canonical=not args.no_canonical,
-                  max_states=args.max_states)
+    run = explore(
+        bounds,
+        factory,
+        workers=args.workers,
+        canonical=not args.no_canonical,
+        max_states=args.max_states,
+    )
     print(run.summary())
     if args.savings and not args.no_canonical and run.ok:
-        plain = explore(bounds, factory, workers=args.workers, canonical=False,
-                        max_states=args.max_states)
+        plain = explore(
+            bounds, factory, workers=args.workers, canonical=False, max_states=args.max_states
+        )
         print(plain.summary())
         print(_savings(run, plain))
     if run.failure is None and not run.figures.complete:
-        return 2, {**exploration_fields(run),
-                   "error": f"evictable explore: stopped at the state limit "
-                            f"({args.max_states}): no verdict (raise --max-states or lower "
-                            "the bounds)"}
+        return 2, {
+            **exploration_fields(run),
+            "error": f"evictable explore: stopped at the state limit "
+            f"({args.max_states}): no verdict (raise --max-states or lower "
+            "the bounds)",
+        }
     return (0 if run.ok else 1), exploration_fields(run)
 
 
 def _savings(canon: Exploration, plain: Exploration) -> str:
     a, b = canon.figures, plain.figures
-    return (f"canonicalisation: {a.states} vs {b.states} states "
-            f"({b.states / max(1, a.states):.1f}x fewer), {a.transitions} vs {b.transitions} "
-            f"transitions, {a.seconds:.2f}s vs {b.seconds:.2f}s")
+    return (
+        f"canonicalisation: {a.states} vs {b.states} states "
+        f"({b.states / max(1, a.states):.1f}x fewer), {a.transitions} vs {b.transitions} "
+        f"transitions, {a.seconds:.2f}s vs {b.seconds:.2f}s"
+    )
 
 
 # ------------------------------------------------------------------ check
@@ -170,8 +225,12 @@ def load_factory(spec: str) -> Factory:
     """Import `MODULE:FACTORY` (the attribute may be dotted); the current directory
     is importable, as with `python -m`. Raises `CheckSetupError` with the reason."""
     module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr or ":" in attr or not all(
-        part.isidentifier() for part in module_name.split(".") + attr.split(".")
+    if (
+        not sep
+        or not module_name
+        or not attr
+        or ":" in attr
+        or not all(part.isidentifier() for part in module_name.split(".") + attr.split("."))
     ):
         raise CheckSetupError(f"expected MODULE:FACTORY (e.g. mypkg.cache:make), got {spec!r}")
     if os.getcwd() not in sys.path and "" not in sys.path:
@@ -179,8 +238,9 @@ def load_factory(spec: str) -> Factory:
     try:
         obj: Any = importlib.import_module(module_name)
     except Exception as exc:
-        raise CheckSetupError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") \
-            from exc
+        raise CheckSetupError(
+            f"cannot import {module_name!r}: {type(exc).__name__}: {exc}"
+        ) from exc
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)
@@ -196,14 +256,17 @@ def _probe(factory: Factory, policy: str) -> None:
     try:
         manager = factory(2, policy, False)
     except Exception as exc:
-        raise CheckSetupError(f"factory(2, {policy!r}, False) raised "
-                              f"{type(exc).__name__}: {exc}") from exc
+        raise CheckSetupError(
+            f"factory(2, {policy!r}, False) raised {type(exc).__name__}: {exc}"
+        ) from exc
     from evictable.proofs.lockstep.conformance import ADAPTER_API
 
     missing = [name for name in ADAPTER_API if not hasattr(manager, name)]
     if missing:
-        raise CheckSetupError(f"factory returned a {type(manager).__name__} without the "
-                              f"manager API: missing {missing}")
+        raise CheckSetupError(
+            f"factory returned a {type(manager).__name__} without the "
+            f"manager API: missing {missing}"
+        )
 
 
 def cmd_check(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
@@ -211,8 +274,10 @@ def cmd_check(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     from evictable.proofs.policies import MissingProfileError, profile
 
     if args.policy not in MODEL_POLICIES:
-        raise CheckSetupError(f"evictable check: unknown policy {args.policy!r}; the model "
-                              f"knows {sorted(MODEL_POLICIES)}")
+        raise CheckSetupError(
+            f"evictable check: unknown policy {args.policy!r}; the model "
+            f"knows {sorted(MODEL_POLICIES)}"
+        )
     try:
         bounds = profile(args.policy).check
     except MissingProfileError as exc:
@@ -226,8 +291,10 @@ def cmd_check(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     failures: list[str] = []
     start = time.perf_counter()
     record = run_conformance(factory, args.policy, args.examples, args.steps, seed=args.seed)
-    print(f"conformance ({args.examples} examples x {args.steps} steps, "
-          f"{time.perf_counter() - start:.1f}s): {'pass' if record.ok else 'FAIL'}")
+    print(
+        f"conformance ({args.examples} examples x {args.steps} steps, "
+        f"{time.perf_counter() - start:.1f}s): {'pass' if record.ok else 'FAIL'}"
+    )
     if not record.ok:
         failures.append("conformance engine:\n" + record.text())
     explored: dict[str, Any] | None = None
@@ -238,13 +305,20 @@ def cmd_check(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
         if not run.ok:
             failures.append("explorer:\n" + run.summary())
     fields = {
-        "spec": args.spec, "policy": args.policy, "seed": args.seed,
+        "spec": args.spec,
+        "policy": args.policy,
+        "seed": args.seed,
         "verdict": "rejected" if failures else "conforms",
         "conformance": {
-            "status": record.status, "examples": record.examples, "steps": record.steps,
-            "examples_run": record.examples_run, "steps_run": record.steps_run,
-            "seconds": round(record.seconds, 4), "faults": record.faults,
-            "reason": record.reason, "trace": record.trace,
+            "status": record.status,
+            "examples": record.examples,
+            "steps": record.steps,
+            "examples_run": record.examples_run,
+            "steps_run": record.steps_run,
+            "seconds": round(record.seconds, 4),
+            "faults": record.faults,
+            "reason": record.reason,
+            "trace": record.trace,
         },
         "explorer": explored,
     }
@@ -268,8 +342,11 @@ def cmd_replay(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
         if args.num_blocks is not None or args.policy is not None or args.events is not None:
             with open(args.trace, encoding="utf-8") as fh:
                 found, _ = parse_trace(fh)
-            nb = args.num_blocks if args.num_blocks is not None else (
-                found.num_blocks if found else None)
+            nb = (
+                args.num_blocks
+                if args.num_blocks is not None
+                else (found.num_blocks if found else None)
+            )
             if nb is None:
                 raise TraceFormatError(1, "no header line: give --num-blocks")
             header = Header(
@@ -289,10 +366,14 @@ def cmd_replay(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     h = report.header
     return (0 if report.ok else 1), {
         "trace": args.trace,
-        "header": {"num_blocks": h.num_blocks, "policy": h.policy,
-                   "enable_events": h.enable_events},
+        "header": {
+            "num_blocks": h.num_blocks,
+            "policy": h.policy,
+            "enable_events": h.enable_events,
+        },
         "calls": report.calls,
         "verdict": "matches" if report.ok else "diverges",
-        "divergence": None if d is None else {"line": d.line, "call": d.call,
-                                               "recorded": d.recorded, "model": d.model},
+        "divergence": None
+        if d is None
+        else {"line": d.line, "call": d.call, "recorded": d.recorded, "model": d.model},
     }

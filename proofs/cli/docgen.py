@@ -114,7 +114,7 @@ def mermaid(m: Machine) -> str:
 
 def dot(m: Machine) -> str:
     """The same diagram in Graphviz dot."""
-    lines = [f"digraph {m.name} {{", "    rankdir=LR;", '    node [shape=box, style=rounded];']
+    lines = [f"digraph {m.name} {{", "    rankdir=LR;", "    node [shape=box, style=rounded];"]
     for s in m.states:
         style = ", penwidth=2" if s.flag else ""
         lines.append(f'    {s.state.name} [label="{s.state.name}\\nref {s.ref_text()}"{style}];')

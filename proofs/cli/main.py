@@ -53,14 +53,17 @@ def _bench_root() -> Path:
     for root in (Path.cwd(), Path(__file__).resolve().parents[2]):
         if (root / "bench" / "runner.py").is_file():
             return root
-    raise UsageError("evictable bench: the benchmarks are not installed; run it from a "
-                     "checkout of evictable (bench/runner.py)")
+    raise UsageError(
+        "evictable bench: the benchmarks are not installed; run it from a "
+        "checkout of evictable (bench/runner.py)"
+    )
 
 
 def _bench(argv: Sequence[str]) -> int:
     root = _bench_root()
-    return subprocess.run([sys.executable, "-m", "bench.runner", *argv], cwd=root,
-                          check=False).returncode
+    return subprocess.run(
+        [sys.executable, "-m", "bench.runner", *argv], cwd=root, check=False
+    ).returncode
 
 
 _REPORTING = ("verify", "check", "explore", "replay")
@@ -90,8 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="evictable",
         description="Verify the KV-cache block lifecycle model and implementations.",
     )
-    parser.add_argument("--version", action="version",
-                        version=f"evictable {evictable.__version__}")
+    parser.add_argument("--version", action="version", version=f"evictable {evictable.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     verify_cmd.add_parser(sub)
     commands.add_parsers(sub)
@@ -99,8 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("mermaid", "dot"), default="mermaid")
     p.add_argument("--machine", choices=("cpu", "gpu"), default="cpu")
     p.set_defaults(handler=_diagram)
-    sub.add_parser("bench", help="run the benchmarks of a checkout (arguments go to "
-                                 "bench/runner.py)", add_help=False)
+    sub.add_parser(
+        "bench",
+        help="run the benchmarks of a checkout (arguments go to bench/runner.py)",
+        add_help=False,
+    )
     return parser
 
 
@@ -137,8 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             write_report(path, doc)
         except OSError as exc:
-            print(f"evictable {args.command}: cannot write {path}: {exc.strerror}",
-                  file=sys.stderr)
+            print(f"evictable {args.command}: cannot write {path}: {exc.strerror}", file=sys.stderr)
             return 2
     return code
 

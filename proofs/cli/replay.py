@@ -118,13 +118,17 @@ class ReplayReport:
 
     def text(self) -> str:
         h = self.header
-        head = (f"replayed {self.calls} calls on ModelManager({h.num_blocks}, "
-                f"{h.policy!r}, {h.enable_events})")
+        head = (
+            f"replayed {self.calls} calls on ModelManager({h.num_blocks}, "
+            f"{h.policy!r}, {h.enable_events})"
+        )
         d = self.divergence
         if d is None:
             return f"{head}: every recorded outcome matches the model"
-        return (f"{head}: first divergence at line {d.line}: {d.call}\n"
-                f"  recorded: {d.recorded}\n  model:    {d.model}")
+        return (
+            f"{head}: first divergence at line {d.line}: {d.call}\n"
+            f"  recorded: {d.recorded}\n  model:    {d.model}"
+        )
 
 
 # ------------------------------------------------------------------ keys and values
@@ -148,8 +152,9 @@ def decode_key(value: Any, line: int) -> Key:
             return bytes.fromhex(value["hex"])
         except ValueError:
             raise TraceFormatError(line, f"bad hex key {value['hex']!r}") from None
-    raise TraceFormatError(line, f"a key must be a string, an integer or {{\"hex\": ...}}, "
-                                 f"got {json.dumps(value)}")
+    raise TraceFormatError(
+        line, f'a key must be a string, an integer or {{"hex": ...}}, got {json.dumps(value)}'
+    )
 
 
 def _keys(value: Any, line: int, what: str) -> list[Key]:
@@ -177,18 +182,23 @@ def _result(op: str, value: Any, line: int) -> Any:
         try:
             return LookupResult(value)
         except ValueError:
-            raise TraceFormatError(line, f"lookup result must be one of "
-                                         f"{[r.value for r in LookupResult]}") from None
+            raise TraceFormatError(
+                line, f"lookup result must be one of {[r.value for r in LookupResult]}"
+            ) from None
     if op == "prepare_store":
         if value is None:
             return None
         fields = {"keys_to_store", "slot_ids", "evicted_keys"}
         if not isinstance(value, dict) or set(value) != fields:
-            raise TraceFormatError(line, f"prepare_store result must be null or an object "
-                                         f"with exactly {sorted(fields)}")
-        return PrepareStoreOutput(_keys(value["keys_to_store"], line, "keys_to_store"),
-                                  _ints(value["slot_ids"], line, "slot_ids"),
-                                  _keys(value["evicted_keys"], line, "evicted_keys"))
+            raise TraceFormatError(
+                line,
+                f"prepare_store result must be null or an object with exactly {sorted(fields)}",
+            )
+        return PrepareStoreOutput(
+            _keys(value["keys_to_store"], line, "keys_to_store"),
+            _ints(value["slot_ids"], line, "slot_ids"),
+            _keys(value["evicted_keys"], line, "evicted_keys"),
+        )
     if op == "complete_store":
         return _keys(value, line, "complete_store result")
     if op == "prepare_load":
@@ -198,11 +208,15 @@ def _result(op: str, value: Any, line: int) -> Any:
             raise TraceFormatError(line, "take_events result must be a list of events")
         events = []
         for ev in value:
-            if not isinstance(ev, dict) or set(ev) != {"keys", "removed"} \
-                    or not isinstance(ev["removed"], bool):
+            if (
+                not isinstance(ev, dict)
+                or set(ev) != {"keys", "removed"}
+                or not isinstance(ev["removed"], bool)
+            ):
                 raise TraceFormatError(line, 'an event must be {"keys": [...], "removed": bool}')
-            events.append(OffloadingEvent(tuple(_keys(ev["keys"], line, "event keys")),
-                                          ev["removed"]))
+            events.append(
+                OffloadingEvent(tuple(_keys(ev["keys"], line, "event keys")), ev["removed"])
+            )
         return events
     if op in ("num_evictable", "num_pending"):
         if not isinstance(value, int) or isinstance(value, bool):
@@ -224,9 +238,7 @@ _ARGS: dict[str, frozenset[str]] = {
     "num_evictable": frozenset(),
     "num_pending": frozenset(),
 }
-_REQUIRED: dict[str, frozenset[str]] = {
-    op: names - {"success"} for op, names in _ARGS.items()
-}
+_REQUIRED: dict[str, frozenset[str]] = {op: names - {"success"} for op, names in _ARGS.items()}
 
 
 def _args(op: str, raw: Any, line: int) -> dict[str, Any]:
@@ -234,8 +246,11 @@ def _args(op: str, raw: Any, line: int) -> dict[str, Any]:
         raise TraceFormatError(line, f"args must be an object, got {json.dumps(raw)}")
     extra, missing = set(raw) - _ARGS[op], _REQUIRED[op] - set(raw)
     if extra or missing:
-        raise TraceFormatError(line, f"{op} takes args {sorted(_ARGS[op])}; "
-                                     f"unknown {sorted(extra)}, missing {sorted(missing)}")
+        raise TraceFormatError(
+            line,
+            f"{op} takes args {sorted(_ARGS[op])}; "
+            f"unknown {sorted(extra)}, missing {sorted(missing)}",
+        )
     out: dict[str, Any] = {}
     if "key" in raw:
         out["key"] = decode_key(raw["key"], line)
@@ -249,10 +264,16 @@ def _args(op: str, raw: Any, line: int) -> dict[str, Any]:
 
 
 def _error(raw: Any, line: int) -> tuple[str, tuple[Key, ...] | None]:
-    if not isinstance(raw, dict) or "type" not in raw or not set(raw) <= {"type", "keys"} \
-            or not isinstance(raw["type"], str) or not raw["type"].isidentifier():
-        raise TraceFormatError(line, 'error must be {"type": "ErrorName", "keys": [...]} '
-                                     "(keys optional)")
+    if (
+        not isinstance(raw, dict)
+        or "type" not in raw
+        or not set(raw) <= {"type", "keys"}
+        or not isinstance(raw["type"], str)
+        or not raw["type"].isidentifier()
+    ):
+        raise TraceFormatError(
+            line, 'error must be {"type": "ErrorName", "keys": [...]} (keys optional)'
+        )
     keys = tuple(_keys(raw["keys"], line, "error keys")) if "keys" in raw else None
     return raw["type"], keys
 
@@ -285,8 +306,9 @@ def parse_trace(lines: Iterable[str]) -> tuple[Header | None, list[Call]]:
             raise TraceFormatError(no, f"expected a JSON object, got {type(obj).__name__}")
         if "op" not in obj:
             if seen_any or "num_blocks" not in obj:
-                raise TraceFormatError(no, 'missing "op" (only the first line may be a header '
-                                           'with "num_blocks")')
+                raise TraceFormatError(
+                    no, 'missing "op" (only the first line may be a header with "num_blocks")'
+                )
             header = _header(obj, no)
             seen_any = True
             continue
@@ -315,19 +337,25 @@ def encode_result(op: str, value: Any) -> Any:
     if op == "lookup":
         return value.value if isinstance(value, LookupResult) else value
     if op == "prepare_store" and isinstance(value, PrepareStoreOutput):
-        return {"keys_to_store": [encode_key(k) for k in value.keys_to_store],
-                "slot_ids": list(value.slot_ids),
-                "evicted_keys": [encode_key(k) for k in value.evicted_keys]}
+        return {
+            "keys_to_store": [encode_key(k) for k in value.keys_to_store],
+            "slot_ids": list(value.slot_ids),
+            "evicted_keys": [encode_key(k) for k in value.evicted_keys],
+        }
     if op == "complete_store" and isinstance(value, list):
         return [encode_key(k) for k in value]
     if op == "take_events" and isinstance(value, list):
-        return [{"keys": [encode_key(k) for k in ev.keys], "removed": ev.removed}
-                for ev in value]
+        return [{"keys": [encode_key(k) for k in ev.keys], "removed": ev.removed} for ev in value]
     return value
 
 
-def trace_line(op: str, args: dict[str, Any] | None = None, *, result: Any = None,
-               error: BaseException | None = None) -> str:
+def trace_line(
+    op: str,
+    args: dict[str, Any] | None = None,
+    *,
+    result: Any = None,
+    error: BaseException | None = None,
+) -> str:
     """One JSONL line recording a call and its outcome (a result, or `error`).
 
     `args` holds Python values (`keys` as a list of keys, `key`, `success`).
@@ -379,8 +407,11 @@ def replay_lines(lines: Iterable[str], header: Header | None = None) -> ReplayRe
     found, calls = parse_trace(lines)
     head = header or found
     if head is None:
-        raise TraceFormatError(1, "no header line and no constructor arguments given "
-                                  '(add {"num_blocks": N} as the first line)')
+        raise TraceFormatError(
+            1,
+            "no header line and no constructor arguments given "
+            '(add {"num_blocks": N} as the first line)',
+        )
     try:
         model = ModelManager(head.num_blocks, head.policy, head.enable_events)
     except LifecycleError as exc:
@@ -390,14 +421,18 @@ def replay_lines(lines: Iterable[str], header: Header | None = None) -> ReplayRe
         if call.raised:
             name, keys = call.expect
             recorded = _show_error(name, keys)
-            same = raised and type(value).__name__ == name and (
-                keys is None or tuple(value.keys) == keys)
+            same = (
+                raised
+                and type(value).__name__ == name
+                and (keys is None or tuple(value.keys) == keys)
+            )
         else:
             recorded = f"-> {call.expect!r}"
             same = not raised and value == call.expect
         if not same:
-            shown = (_show_error(type(value).__name__, tuple(value.keys)) if raised
-                     else f"-> {value!r}")
+            shown = (
+                _show_error(type(value).__name__, tuple(value.keys)) if raised else f"-> {value!r}"
+            )
             return ReplayReport(head, n, Divergence(call.line, call.text(), recorded, shown))
     return ReplayReport(head, len(calls), None)
 

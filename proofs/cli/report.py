@@ -40,8 +40,14 @@ def _commit() -> str | None:
     """The git commit of the checkout this package runs from, if it runs from one."""
     here = Path(__file__).resolve().parent
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
-                             text=True, timeout=5, check=False)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     commit = out.stdout.strip()
@@ -53,8 +59,14 @@ def tool_info() -> dict[str, Any]:
     return {"name": "evictable", "version": evictable.__version__, "commit": _commit()}
 
 
-def envelope(command: str, argv: Sequence[str], exit_code: int, seconds: float,
-             fields: dict[str, Any], error: str | None = None) -> dict[str, Any]:
+def envelope(
+    command: str,
+    argv: Sequence[str],
+    exit_code: int,
+    seconds: float,
+    fields: dict[str, Any],
+    error: str | None = None,
+) -> dict[str, Any]:
     """One report: the shared envelope around a command's own `fields`."""
     doc: dict[str, Any] = {
         "schema": "evictable.report",

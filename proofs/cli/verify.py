@@ -36,8 +36,9 @@ DEFAULT_TIMEOUTS: dict[str, float] = {"quick": 60.0, "default": 180.0, "thorough
 """The wall-clock bound of one check at each level, in seconds (`--timeout` overrides)."""
 
 
-def collect(level: Level, only: str | None, groups: Sequence[str] | None = None
-            ) -> tuple[list[Obligation], list[Result]]:
+def collect(
+    level: Level, only: str | None, groups: Sequence[str] | None = None
+) -> tuple[list[Obligation], list[Result]]:
     """Every obligation of every group (`registry.GROUPS` by default); a group that
     fails to load is an `error` record."""
     obligations: list[Obligation] = []
@@ -47,9 +48,16 @@ def collect(level: Level, only: str | None, groups: Sequence[str] | None = None
         try:
             group = load_group(mod_name, level)
         except Exception as exc:  # reported, and fails the run
-            broken.append(Result(mod_name, Kind.TESTED, "", Status.ERROR,
-                                 time.perf_counter() - start,
-                                 f"cannot load obligations: {type(exc).__name__}: {exc}"))
+            broken.append(
+                Result(
+                    mod_name,
+                    Kind.TESTED,
+                    "",
+                    Status.ERROR,
+                    time.perf_counter() - start,
+                    f"cannot load obligations: {type(exc).__name__}: {exc}",
+                )
+            )
             continue
         obligations.extend(ob for ob in group if only is None or ob.name.startswith(only))
     return obligations, broken
@@ -89,8 +97,7 @@ def verify(
         TextColumn("{task.description}"),
         transient=True,
     ) as bar:
-        task = bar.add_task("", total=len(results) + _records(obligations),
-                            completed=len(results))
+        task = bar.add_task("", total=len(results) + _records(obligations), completed=len(results))
         for ob in obligations:
             bar.update(task, description=ob.name)
             for r in run_one(ob, budget):
@@ -117,20 +124,28 @@ def _summary(results: Sequence[Result]) -> None:
 
     colour = {True: "green", False: "red"}
     table = Table(title="evictable verify")
-    for column, justify in (("obligation", "left"), ("kind", "left"), ("verdict", "left"),
-                            ("bounds", "left"), ("seconds", "right")):
+    for column, justify in (
+        ("obligation", "left"),
+        ("kind", "left"),
+        ("verdict", "left"),
+        ("bounds", "left"),
+        ("seconds", "right"),
+    ):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for r in results:
-        table.add_row(r.name, r.kind.value, f"[{colour[r.ok]}]{r.verdict}[/]", r.bounds,
-                      f"{r.seconds:.3f}")
+        table.add_row(
+            r.name, r.kind.value, f"[{colour[r.ok]}]{r.verdict}[/]", r.bounds, f"{r.seconds:.3f}"
+        )
     console = Console(width=max(120, Console().width))
     console.print(table)
     c = counts(results)
     total = sum(r.seconds for r in results)
     kinds = ", ".join(f"{n} {k}" for k, n in c["by_kind"].items())
     verdicts = ", ".join(f"{n} {v}" for v, n in c["by_verdict"].items())
-    console.print(f"{c['records']} records ({kinds}): {verdicts}; {c['failed']} failed, "
-                  f"{total:.1f}s", highlight=False)
+    console.print(
+        f"{c['records']} records ({kinds}): {verdicts}; {c['failed']} failed, {total:.1f}s",
+        highlight=False,
+    )
     for r in results:
         if not r.ok:
             console.print(f"\n[bold red]{r.name}[/] ({r.verdict})", highlight=False)
@@ -145,11 +160,15 @@ def add_parser(sub: Any) -> None:
     depth.add_argument("--thorough", action="store_true", help="larger bounds, more examples")
     p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
     p.add_argument("--only", metavar="PREFIX", help="run only obligations whose name starts so")
-    p.add_argument("--timeout", type=_positive_float, default=None, metavar="SECONDS",
-                   help="wall-clock bound of each check (default by level: "
-                        f"{', '.join(f'{k} {v:g}' for k, v in DEFAULT_TIMEOUTS.items())})")
-    p.add_argument("--verbose", action="store_true",
-                   help="print one line per record as it lands")
+    p.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=None,
+        metavar="SECONDS",
+        help="wall-clock bound of each check (default by level: "
+        f"{', '.join(f'{k} {v:g}' for k, v in DEFAULT_TIMEOUTS.items())})",
+    )
+    p.add_argument("--verbose", action="store_true", help="print one line per record as it lands")
     p.set_defaults(handler=run)
 
 
@@ -167,12 +186,18 @@ def run(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     """The handler: (exit code, the report's own fields)."""
     level: Level = "quick" if args.quick else "thorough" if args.thorough else "default"
     emit = print if args.verbose else None
-    results = verify(level, args.only, args.timeout, emit=emit,
-                     progress=sys.stdout.isatty() and not args.verbose)
+    results = verify(
+        level, args.only, args.timeout, emit=emit, progress=sys.stdout.isatty() and not args.verbose
+    )
     _summary(results)
     if not results:
         print("no obligations were run", file=sys.stderr)
     code = 0 if results and all(r.ok for r in results) else 1
     budget = args.timeout if args.timeout is not None else DEFAULT_TIMEOUTS[level]
-    return code, {"level": level, "timeout_s": budget, "only": args.only,
-                  "counts": counts(results), "records": [r.as_dict() for r in results]}
+    return code, {
+        "level": level,
+        "timeout_s": budget,
+        "only": args.only,
+        "counts": counts(results),
+        "records": [r.as_dict() for r in results],
+    }

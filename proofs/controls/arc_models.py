@@ -126,9 +126,7 @@ class PartialEvict(ModelArc):
 
 
 def _first_idle(entries: Sequence[Key], excluded: Set[Key], ref_of: RefOf) -> Key | None:
-    return next(
-        (k for k in entries if k not in excluded and is_evictable_ref(ref_of(k))), None
-    )
+    return next((k for k in entries if k not in excluded and is_evictable_ref(ref_of(k))), None)
 
 
 class TouchPromotesPending(ModelArc):

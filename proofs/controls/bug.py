@@ -38,8 +38,9 @@ def with_policy(base: str, registered: str, cls: type[CachePolicy]) -> Factory:
     register_policy(registered, cls)
 
     def factory(num_blocks: int, policy: str, enable_events: bool) -> CPUOffloadingManager:
-        return CPUOffloadingManager(num_blocks, registered if policy == base else policy,
-                                    enable_events)
+        return CPUOffloadingManager(
+            num_blocks, registered if policy == base else policy, enable_events
+        )
 
     factory.__qualname__ = factory.__name__ = f"with_{registered.replace('-', '_')}"
     return factory

@@ -168,8 +168,13 @@ class _CachesFreeBlock(BlockPool):
     scan may already have passed it)."""
 
     def cache_block(self, block: KVCacheBlock, block_hash: Hashable) -> None:
-        if block.ref_cnt != 0 or block.is_null or block_hash is None or \
-                block.block_hash is not None or not self.enable_caching:
+        if (
+            block.ref_cnt != 0
+            or block.is_null
+            or block_hash is None
+            or block.block_hash is not None
+            or not self.enable_caching
+        ):
             super().cache_block(block, block_hash)
             return
         self._check_ours([block])
@@ -192,7 +197,6 @@ class RefCountScanner(LazyOffloadScanner):
 
     def step(self) -> list[KVCacheBlock]:
         c = self._cursor
-        if c is not None and c.block.ref_cnt == 0 and \
-                c.block.owner is self.pool.free_block_queue:
+        if c is not None and c.block.ref_cnt == 0 and c.block.owner is self.pool.free_block_queue:
             self._cursor = Cursor(c.block, c.block.link_generation)
         return super().step()

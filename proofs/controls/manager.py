@@ -116,8 +116,7 @@ class _FifoSlots(SlotAllocator):
 class FifoSlotReuse(CPUOffloadingManager):
     """Freed slots are reused oldest-first (a queue) instead of LIFO (a stack)."""
 
-    def __init__(self, num_blocks: int, policy: str = "lru", enable_events: bool = False
-                 ) -> None:
+    def __init__(self, num_blocks: int, policy: str = "lru", enable_events: bool = False) -> None:
         super().__init__(num_blocks, policy, enable_events)
         self._slots = _FifoSlots(self._num_blocks)
 
@@ -138,7 +137,7 @@ class FailedStoreKeepsSlot(CPUOffloadingManager):
     def complete_store(self, keys: Sequence[Key], success: bool = True) -> list[Key]:
         acted = super().complete_store(keys, success)
         if not success and acted:
-            del self._slots.freed[-len(acted):]  # BUG: the slots never reach the stack
+            del self._slots.freed[-len(acted) :]  # BUG: the slots never reach the stack
         return acted
 
 
@@ -146,8 +145,7 @@ class NoPolicyRollbackOnFault(CPUOffloadingManager):
     """Trusts the policy never to raise: when a policy hook fails half-way through a
     batch, the manager restores its own bookkeeping but not the policy's."""
 
-    def __init__(self, num_blocks: int, policy: str = "lru", enable_events: bool = False
-                 ) -> None:
+    def __init__(self, num_blocks: int, policy: str = "lru", enable_events: bool = False) -> None:
         super().__init__(num_blocks, policy, enable_events)
         self._guarded = False  # BUG: no policy checkpoint, so no rollback
 

@@ -56,12 +56,21 @@ def _move_to_recent_end(ring: BlockStatus, block: BlockStatus) -> None:
 
 
 POLICY_BUGS: tuple[SeededBug, ...] = (
-    SeededBug("touch_moves_pinned", TouchMovesPinned.__doc__ or "",
-              with_policy("lru", "seeded-touch-moves-pinned", TouchMovesPinned)),
-    SeededBug("eviction_ignores_protected", EvictionIgnoresProtected.__doc__ or "",
-              with_policy("lru", "seeded-eviction-ignores-protected", EvictionIgnoresProtected)),
-    SeededBug("forward_touch", ForwardTouch.__doc__ or "",
-              with_policy("lru", "seeded-forward-touch", ForwardTouch)),
+    SeededBug(
+        "touch_moves_pinned",
+        TouchMovesPinned.__doc__ or "",
+        with_policy("lru", "seeded-touch-moves-pinned", TouchMovesPinned),
+    ),
+    SeededBug(
+        "eviction_ignores_protected",
+        EvictionIgnoresProtected.__doc__ or "",
+        with_policy("lru", "seeded-eviction-ignores-protected", EvictionIgnoresProtected),
+    ),
+    SeededBug(
+        "forward_touch",
+        ForwardTouch.__doc__ or "",
+        with_policy("lru", "seeded-forward-touch", ForwardTouch),
+    ),
 )
 
 
@@ -138,8 +147,7 @@ class B2HitGrowsTarget(ARCCachePolicy):
 
 def _first_idle(entries: dict[Key, BlockStatus], protected: Set[Key], taken: Set[Key]) -> Key:
     return next(
-        (k for k, b in entries.items() if b.ref_cnt == 0 and k not in protected
-         and k not in taken),
+        (k for k, b in entries.items() if b.ref_cnt == 0 and k not in protected and k not in taken),
         None,
     )
 

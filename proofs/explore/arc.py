@@ -126,8 +126,14 @@ def _failed_evict_changes_nothing(e: Edge, n: int) -> str | None:
 def _py_view(w: Any, key: Key) -> KeyView:
     pol = w.policy
     ref = w.ref_of(key)
-    return KeyView(key in pol.t1, key in pol.t2, key in pol.b1, key in pol.b2,
-                   ref is not None, -9 if ref is None else ref)
+    return KeyView(
+        key in pol.t1,
+        key in pol.t2,
+        key in pol.b1,
+        key in pol.b2,
+        ref is not None,
+        -9 if ref is None else ref,
+    )
 
 
 def _event_of(e: Edge) -> tuple[str, int | None]:
@@ -176,39 +182,87 @@ class _Prop:
 
 
 PROPS: tuple[_Prop, ...] = (
-    _Prop("t1_t2_disjoint", "T1 ∩ T2 = ∅ and no list repeats a key",
-          lambda w, n: _t1_t2_disjoint(w, n) or _lists_without_repeats(w, n), None,
-          controls.LeakyPromotion, "a touch that copies a T1 key to T2 is refuted"),
-    _Prop("b1_b2_disjoint", "B1 ∩ B2 = ∅", _b1_b2_disjoint, None,
-          controls.GhostInBoth, "an eviction that ghosts a T2 key in B1 too is refuted"),
-    _Prop("residents_ghosts_disjoint", "(T1 ∪ T2) ∩ (B1 ∪ B2) = ∅, and T1 ∪ T2 = residents",
-          lambda w, n: _residents_ghosts_disjoint(w, n) or _residents_tracked(w, n), None,
-          controls.InsertKeepsGhost, "an insert that keeps the key's ghost is refuted"),
-    _Prop("ghosts_bounded", "|B1| ≤ N and |B2| ≤ N in every state (trimmed after eviction)",
-          _ghosts_bounded, None,
-          controls.NeverTrims, "an eviction that never trims the ghost lists is refuted"),
-    _Prop("target_in_range", "0 ≤ target ≤ N in every reachable state",
-          _target_in_range, None,
-          controls.UncappedTarget, "a B1 hit without the cap at N is refuted"),
-    _Prop("evicts_only_idle", "evict(n) takes exactly n distinct resident ref-0 keys",
-          None, _evicts_only_idle_unprotected,
-          controls.EvictsPinned, "an eviction that ignores ref counts is refuted"),
-    _Prop("evicts_only_unprotected", "evict(n, protected) never takes a protected key",
-          None, _evicts_only_idle_unprotected,
-          controls.IgnoresProtected, "an eviction that ignores the protected set is refuted"),
-    _Prop("evict_fails_only_when_short",
-          "evict(n) fails only when fewer than n idle unprotected keys exist (T1 fallback)",
-          None, _evict_fails_only_when_short,
-          controls.NoT1Fallback, "an eviction without the T1 fallback is refuted"),
-    _Prop("relation_matches_model",
-          "every model step satisfies its event's per-key relation in evictable.proofs.z3.arc "
-          "(the bridge from the Z3 induction to the executable model)",
-          None, relation_edge_check(RELATIONS),
-          controls.TouchPromotesPending,
-          "a touch that promotes a pending key steps outside the relation"),
-    _Prop("failed_evict_changes_nothing", "a failed evict leaves lists and target unchanged",
-          None, _failed_evict_changes_nothing,
-          controls.PartialEvict, "an eviction that commits victim by victim is refuted"),
+    _Prop(
+        "t1_t2_disjoint",
+        "T1 ∩ T2 = ∅ and no list repeats a key",
+        lambda w, n: _t1_t2_disjoint(w, n) or _lists_without_repeats(w, n),
+        None,
+        controls.LeakyPromotion,
+        "a touch that copies a T1 key to T2 is refuted",
+    ),
+    _Prop(
+        "b1_b2_disjoint",
+        "B1 ∩ B2 = ∅",
+        _b1_b2_disjoint,
+        None,
+        controls.GhostInBoth,
+        "an eviction that ghosts a T2 key in B1 too is refuted",
+    ),
+    _Prop(
+        "residents_ghosts_disjoint",
+        "(T1 ∪ T2) ∩ (B1 ∪ B2) = ∅, and T1 ∪ T2 = residents",
+        lambda w, n: _residents_ghosts_disjoint(w, n) or _residents_tracked(w, n),
+        None,
+        controls.InsertKeepsGhost,
+        "an insert that keeps the key's ghost is refuted",
+    ),
+    _Prop(
+        "ghosts_bounded",
+        "|B1| ≤ N and |B2| ≤ N in every state (trimmed after eviction)",
+        _ghosts_bounded,
+        None,
+        controls.NeverTrims,
+        "an eviction that never trims the ghost lists is refuted",
+    ),
+    _Prop(
+        "target_in_range",
+        "0 ≤ target ≤ N in every reachable state",
+        _target_in_range,
+        None,
+        controls.UncappedTarget,
+        "a B1 hit without the cap at N is refuted",
+    ),
+    _Prop(
+        "evicts_only_idle",
+        "evict(n) takes exactly n distinct resident ref-0 keys",
+        None,
+        _evicts_only_idle_unprotected,
+        controls.EvictsPinned,
+        "an eviction that ignores ref counts is refuted",
+    ),
+    _Prop(
+        "evicts_only_unprotected",
+        "evict(n, protected) never takes a protected key",
+        None,
+        _evicts_only_idle_unprotected,
+        controls.IgnoresProtected,
+        "an eviction that ignores the protected set is refuted",
+    ),
+    _Prop(
+        "evict_fails_only_when_short",
+        "evict(n) fails only when fewer than n idle unprotected keys exist (T1 fallback)",
+        None,
+        _evict_fails_only_when_short,
+        controls.NoT1Fallback,
+        "an eviction without the T1 fallback is refuted",
+    ),
+    _Prop(
+        "relation_matches_model",
+        "every model step satisfies its event's per-key relation in evictable.proofs.z3.arc "
+        "(the bridge from the Z3 induction to the executable model)",
+        None,
+        relation_edge_check(RELATIONS),
+        controls.TouchPromotesPending,
+        "a touch that promotes a pending key steps outside the relation",
+    ),
+    _Prop(
+        "failed_evict_changes_nothing",
+        "a failed evict leaves lists and target unchanged",
+        None,
+        _failed_evict_changes_nothing,
+        controls.PartialEvict,
+        "an eviction that commits victim by victim is refuted",
+    ),
 )
 
 
@@ -239,17 +293,24 @@ def _bounded_check(prop: _Prop, bounds: tuple[tuple[int, int], ...]) -> Callable
             if report.violation is not None:
                 if report.violation.startswith(prop.name + ":"):
                     return refuted(f"N={capacity}: {report.counterexample()}")
-                return Outcome(Status.ERROR, f"N={capacity}: exploration stopped early at "
-                                             f"{report.counterexample()}")
-        return proved("; ".join(
-            f"N={c}: {r.states} states, {r.edges} transitions, depth {r.depth}"
-            for c, k in bounds for r in (_explore_model(c, k),)))
+                return Outcome(
+                    Status.ERROR,
+                    f"N={capacity}: exploration stopped early at {report.counterexample()}",
+                )
+        return proved(
+            "; ".join(
+                f"N={c}: {r.states} states, {r.edges} transitions, depth {r.depth}"
+                for c, k in bounds
+                for r in (_explore_model(c, k),)
+            )
+        )
 
     return run
 
 
-def _bounded_negative(prop: _Prop, bounds: tuple[tuple[int, int], ...]) -> Callable[
-        [float], Outcome]:
+def _bounded_negative(
+    prop: _Prop, bounds: tuple[tuple[int, int], ...]
+) -> Callable[[float], Outcome]:
     def run(timeout_s: float) -> Outcome:
         for capacity, num_keys in bounds:
             report = explore(capacity, num_keys, prop.state_check, prop.edge_check, prop.broken)

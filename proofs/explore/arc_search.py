@@ -84,8 +84,6 @@ class ExploreReport:
         return f"{self.violation} after: {steps}"
 
 
-
-
 def _restore(cls: type[ModelArc], capacity: int, w: World) -> ModelArc:
     """A policy object in state `w` (the model's lists are plain public attributes)."""
     arc = cls(capacity)
@@ -176,8 +174,14 @@ def _successors(
 class ArcSubject:
     """The ARC model (or a broken variant) as a subject of `explore.engine.search`."""
 
-    def __init__(self, cls: type[ModelArc], capacity: int, keys: tuple[int, ...],
-                 state_check: StateCheck | None, edge_check: EdgeCheck | None) -> None:
+    def __init__(
+        self,
+        cls: type[ModelArc],
+        capacity: int,
+        keys: tuple[int, ...],
+        state_check: StateCheck | None,
+        edge_check: EdgeCheck | None,
+    ) -> None:
         self.cls, self.capacity, self.keys = cls, capacity, keys
         self.state_check, self.edge_check = state_check, edge_check
 
@@ -223,5 +227,4 @@ def explore(
     if not run.complete:
         raise RuntimeError(f"more than {max_states} reachable states at N={capacity}")
     violation = run.found.reason if run.found is not None else None
-    return ExploreReport(run.states, run.transitions, run.depth, run.seconds, violation,
-                         run.path)
+    return ExploreReport(run.states, run.transitions, run.depth, run.seconds, violation, run.path)

@@ -129,7 +129,7 @@ def _expand_chunk(items: Sequence[tuple[int, Any]]) -> list[tuple[int, Expansion
 
 def _chunks(items: list[Any], workers: int) -> list[list[Any]]:
     size = max(1, min(400, len(items) // (workers * 6) or 1))
-    return [items[i:i + size] for i in range(0, len(items), size)]
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def _path(parents: list[tuple[int, Any]], sid: int) -> tuple[Any, ...]:
@@ -174,18 +174,21 @@ def search(
         while frontier and found is None:
             if pool is not None:
                 results: Iterable[list[tuple[int, Expansion[P, L]]]] = pool.imap(
-                    _expand_chunk, _chunks(frontier, workers))
+                    _expand_chunk, _chunks(frontier, workers)
+                )
             else:
                 results = map(_expand_chunk, _chunks(frontier, 1))
             expansions: Iterator[tuple[int, Expansion[P, L]]] = (
-                e for chunk in results for e in chunk)
+                e for chunk in results for e in chunk
+            )
             nxt: list[tuple[int, P]] = []
             for sid, exp in expansions:
                 transitions += exp.edges
                 pruned += exp.pruned
                 if exp.found is not None:
                     if found is None or _length(parents, sid, exp.found) < _length(
-                            parents, found[0], found[1]):
+                        parents, found[0], found[1]
+                    ):
                         found = (sid, exp.found)
                     continue
                 for key, payload, label in exp.successors:
@@ -214,8 +217,19 @@ def search(
         path = failure.prefix if failure.prefix is not None else _path(parents, sid)
         if failure.last is not None:
             path = (*path, failure.last)
-    return Result(len(seen), transitions, depth, time.perf_counter() - start, pruned,
-                  complete, timed_out, failure, path, weight, tuple(parents))
+    return Result(
+        len(seen),
+        transitions,
+        depth,
+        time.perf_counter() - start,
+        pruned,
+        complete,
+        timed_out,
+        failure,
+        path,
+        weight,
+        tuple(parents),
+    )
 
 
 def _length(parents: list[tuple[int, Any]], sid: int, found: Found[Any]) -> int:

@@ -166,18 +166,24 @@ def render_state(m: ModelLazyOffload) -> str:
         cur = "-"
     else:
         b = m.cursor.block_id
-        where = ("linked" if q.owners.get(b) is q else "UNLINKED")
+        where = "linked" if q.owners.get(b) is q else "UNLINKED"
         if q.owners.get(b) is q and q.stamp[b] != m.cursor.generation:
             where = "relinked"
         cur = f"{b} ({where}, ref {_ref(m, b)})"
-    used = {b: _ref(m, BlockId(b)) for b in range(1, p.num_blocks)
-            if b not in q.owners and _ref(m, BlockId(b)) > 0}
+    used = {
+        b: _ref(m, BlockId(b))
+        for b in range(1, p.num_blocks)
+        if b not in q.owners and _ref(m, BlockId(b)) > 0
+    }
     used_txt = " ".join(
-        f"{b}{':' + str(p.block_hash[BlockId(b)]) if BlockId(b) in p.block_hash else ''}"
-        f"(ref {r})" for b, r in used.items())
+        f"{b}{':' + str(p.block_hash[BlockId(b)]) if BlockId(b) in p.block_hash else ''}(ref {r})"
+        for b, r in used.items()
+    )
     inflight = " ".join(f"{b}:{h}" for b, h in m.in_flight.items())
-    return (f"queue [{' '.join(cells)}]  cursor {cur}  in use [{used_txt}]  "
-            f"in flight [{inflight}]  offloaded {{{', '.join(sorted(map(str, m.offloaded)))}}}")
+    return (
+        f"queue [{' '.join(cells)}]  cursor {cur}  in use [{used_txt}]  "
+        f"in flight [{inflight}]  offloaded {{{', '.join(sorted(map(str, m.offloaded)))}}}"
+    )
 
 
 def actions(m: ModelLazyOffload, bounds: Bounds) -> Iterator[Action]:
@@ -307,9 +313,11 @@ def invariants_check(names: tuple[str, ...] | None, pool_too: bool = True) -> Ch
 def _explain(view: ScanView) -> str:
     start = start_of(view)
     pend = sorted(pending_blocks(view))
-    return f" (walk starts: {start.kind.value}" + (
-        f" {start.block_id}" if start.block_id is not None else "") + \
-        f"; hashed, not offloaded, not visited since linked: {pend})"
+    return (
+        f" (walk starts: {start.kind.value}"
+        + (f" {start.block_id}" if start.block_id is not None else "")
+        + f"; hashed, not offloaded, not visited since linked: {pend})"
+    )
 
 
 def stall_run(m: ModelLazyOffload, verbose: bool = True) -> tuple[bool, list[str]]:
@@ -365,8 +373,10 @@ class Search:
         return self.states / self.seconds if self.seconds > 0 else 0.0
 
     def figures(self) -> str:
-        return (f"{self.states} states, {self.transitions} transitions, depth {self.depth}, "
-                f"{self.seconds:.2f}s ({self.states_per_s:,.0f} states/s)")
+        return (
+            f"{self.states} states, {self.transitions} transitions, depth {self.depth}, "
+            f"{self.seconds:.2f}s ({self.states_per_s:,.0f} states/s)"
+        )
 
 
 def initial(bounds: Bounds, validation: Validation) -> ModelLazyOffload:
@@ -410,8 +420,9 @@ LazyPayload = tuple[ModelLazyOffload, tuple[Action, ...], list[int] | None]
 class LazySubject:
     """The model scanner and pool as a subject of `explore.engine.search`."""
 
-    def __init__(self, bounds: Bounds, validation: Validation, check: Check,
-                 path_check: PathCheck | None) -> None:
+    def __init__(
+        self, bounds: Bounds, validation: Validation, check: Check, path_check: PathCheck | None
+    ) -> None:
         self.bounds, self.validation = bounds, validation
         self.check, self.path_check = check, path_check
 
@@ -440,16 +451,27 @@ class LazySubject:
 
 
 def explore(
-    bounds: Bounds, validation: Validation, check: Check, path_check: PathCheck | None = None,
+    bounds: Bounds,
+    validation: Validation,
+    check: Check,
+    path_check: PathCheck | None = None,
     deadline: float | None = None,
 ) -> Search:
     """Breadth-first over every reachable state; stop at the first state failing `check`
     (or `path_check`, given the path from the initial state and the last call's
     result), with a shortest trace. `deadline`: stop there, truncated."""
-    run = search(LazySubject(bounds, validation, check, path_check),
-                 max_states=bounds.max_states, deadline=deadline)
-    out = Search(states=run.states, transitions=run.transitions, depth=run.depth,
-                 seconds=run.seconds, truncated=not run.complete)
+    run = search(
+        LazySubject(bounds, validation, check, path_check),
+        max_states=bounds.max_states,
+        deadline=deadline,
+    )
+    out = Search(
+        states=run.states,
+        transitions=run.transitions,
+        depth=run.depth,
+        seconds=run.seconds,
+        truncated=not run.complete,
+    )
     if run.found is not None:
         out.violation = run.found.reason
         out.actions = list(run.path)

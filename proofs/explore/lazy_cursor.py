@@ -58,9 +58,7 @@ __all__ = ["BOUNDS", "UNLINK_BOUNDS", "obligations", "search_all"]
 
 BOUNDS: dict[str, tuple[Bounds, ...]] = {
     "quick": (Bounds(num_blocks=3, window=1, hashes=("a",), max_ref=1, capacities=(1,)),),
-    "default": (
-        Bounds(num_blocks=3, window=1, hashes=("a",), max_ref=2, capacities=(1, 3)),
-    ),
+    "default": (Bounds(num_blocks=3, window=1, hashes=("a",), max_ref=2, capacities=(1, 3)),),
     "thorough": (
         Bounds(num_blocks=3, window=1, hashes=("a", "b"), max_ref=2, capacities=(0, 1, 3)),
         Bounds(num_blocks=4, window=2, hashes=("a",), max_ref=1, capacities=(1, 4)),
@@ -160,7 +158,9 @@ def _describe(bounds: tuple[Bounds, ...]) -> str:
     """The searched bounds, one `blocks/window/hashes/max_ref/capacities` item each."""
     return "; ".join(
         f"{b.num_blocks} blocks, window {b.window}, hashes {len(b.hashes)}, max_ref "
-        f"{b.max_ref}, capacities {list(b.capacities)}" for b in bounds)
+        f"{b.max_ref}, capacities {list(b.capacities)}"
+        for b in bounds
+    )
 
 
 def obligations(level: Level) -> list[Obligation]:
@@ -172,11 +172,11 @@ def obligations(level: Level) -> list[Obligation]:
         Obligation(
             name="lazy.scan_complete",
             statement="generation-validated cursor: every reachable state satisfies scan "
-                      "completeness and every scanner and pool invariant",
+            "completeness and every scanner and pool invariant",
             check=_prove(bounds, gen, every),
             negative=_refute(bounds, ref, complete_only),
             negative_statement="ref-count-only validation skips blocks (cursor block taken "
-                               "and freed again between steps)",
+            "and freed again between steps)",
             tags=("lazy", "explore"),
             kind=Kind.EXPLORED,
             bounds=_describe(bounds),
@@ -184,11 +184,11 @@ def obligations(level: Level) -> list[Obligation]:
         Obligation(
             name="lazy.impl_lockstep",
             statement="impl.LazyOffloadScanner over impl.BlockPool matches the model on every "
-                      "path of the exhaustive search (results and snapshots)",
+            "path of the exhaustive search (results and snapshots)",
             check=_lockstep(level, LazyOffloadScanner),
             negative=_lockstep(level, RefCountScanner),
             negative_statement="an impl scanner validating its cursor by ref_cnt only "
-                               "diverges from the model",
+            "diverges from the model",
             tags=("lazy", "explore", "impl"),
             kind=Kind.EXPLORED,
             bounds=_describe(bounds[:1]),
@@ -196,11 +196,11 @@ def obligations(level: Level) -> list[Obligation]:
         Obligation(
             name="lazy.no_stall",
             statement="generation-validated cursor: from every reachable state, with no pool "
-                      "mutation, ceil(len/window)+1 steps visit every block needing offload",
+            "mutation, ceil(len/window)+1 steps visit every block needing offload",
             check=_prove(bounds, gen, no_stall_check),
             negative=_refute(bounds, ref, no_stall_check),
             negative_statement="ref-count-only validation strands the scan behind a cursor "
-                               "that jumped to the back",
+            "that jumped to the back",
             tags=("lazy", "explore"),
             kind=Kind.EXPLORED,
             bounds=_describe(bounds),
@@ -208,11 +208,11 @@ def obligations(level: Level) -> list[Obligation]:
         Obligation(
             name="lazy.no_stall.queue_unlink",
             statement="generation-validated cursor: no stall even when blocks are unlinked "
-                      "from the free queue outside the pool API",
+            "from the free queue outside the pool API",
             check=_prove(ubounds, gen, no_stall_check, unlink=True),
             negative=_refute(ubounds, ref, _literal_stall, unlink=True),
             negative_statement="ref-count-only validation stalls for good once the cursor "
-                               "block is unlinked with ref_cnt 0",
+            "block is unlinked with ref_cnt 0",
             tags=("lazy", "explore"),
             kind=Kind.EXPLORED,
             bounds=_describe(ubounds) + " (with queue-level unlinks)",
@@ -220,11 +220,11 @@ def obligations(level: Level) -> list[Obligation]:
         Obligation(
             name="lazy.refcount.unlink_changes_ref",
             statement="through the pool API no reachable state has the cursor block unlinked "
-                      "with ref_cnt 0 (the literal stall needs a queue-level unlink)",
+            "with ref_cnt 0 (the literal stall needs a queue-level unlink)",
             check=_prove(ubounds, ref, _unlinked_ref0),
             negative=_refute(ubounds, ref, _unlinked_ref0, unlink=True),
             negative_statement="with a queue-level unlink the cursor block is unlinked with "
-                               "ref_cnt 0",
+            "ref_cnt 0",
             tags=("lazy", "explore"),
             kind=Kind.EXPLORED,
             bounds=_describe(ubounds),

@@ -74,11 +74,14 @@ class Figures:
 
     def line(self) -> str:
         done = "" if self.complete else " (INCOMPLETE: state limit reached)"
-        covers = f" (covering {self.concrete} before symmetry)" if self.concrete != self.states \
-            else ""
-        return (f"{self.states} states{covers}, {self.transitions} transitions, "
-                f"depth {self.max_depth}, {self.seconds:.2f}s, "
-                f"{self.states_per_s:,.0f} states/s{done}")
+        covers = (
+            f" (covering {self.concrete} before symmetry)" if self.concrete != self.states else ""
+        )
+        return (
+            f"{self.states} states{covers}, {self.transitions} transitions, "
+            f"depth {self.max_depth}, {self.seconds:.2f}s, "
+            f"{self.states_per_s:,.0f} states/s{done}"
+        )
 
 
 @dataclass(frozen=True)
@@ -155,8 +158,9 @@ def explore(
     fac = factory if factory is not None else default_factory()
     subject = ManagerSubject(bounds, fac, canonical)
     run = search(subject, workers=workers, max_states=max_states, deadline=deadline)
-    figures = Figures(run.states, run.transitions, run.depth, run.seconds, run.pruned,
-                      run.complete, run.weight)
+    figures = Figures(
+        run.states, run.transitions, run.depth, run.seconds, run.pruned, run.complete, run.weight
+    )
     failure = _failure(subject, run) if run.found is not None else None
     parents = tuple((pid, -1 if label is None else label) for pid, label in run.parents)
     return Exploration(bounds, canonical, workers, figures, failure, parents)
@@ -170,8 +174,9 @@ def _failure(ctx: Context, run: Result[int]) -> Failure:
     path = tuple(ctx.ops[i] for i in labels)
     op = ctx.ops[found.last] if found.last is not None else None
     b = ctx.bounds
-    snippet = render_snippet(ctx.factory, ModelManager, b.slots, b.policy, b.events > 0,
-                             path, op, found.reason)
+    snippet = render_snippet(
+        ctx.factory, ModelManager, b.slots, b.policy, b.events > 0, path, op, found.reason
+    )
     return Failure(found.reason, path, op, snippet)
 
 
@@ -203,16 +208,22 @@ def obligations(level: Level) -> list[Obligation]:
     for policy in verified_policies():
         bounds = profile(policy).explore[level]
         control = replace(CONTROL_BOUNDS, policy=policy)
-        out.append(Obligation(
-            name=f"explore.{policy}",
-            statement=(f"every reachable state ({bounds.describe()}) satisfies every named "
-                       "invariant, and the implementation agrees with the model on every edge"),
-            check=_explore_check(bounds, None),
-            negative=_explore_check(control, non_atomic_complete_load),
-            negative_statement=("the explorer finds a shortest trace against an implementation "
-                                "whose complete_load releases keys one by one"),
-            tags=("explore",),
-            kind=Kind.EXPLORED,
-            bounds=bounds.describe(),
-        ))
+        out.append(
+            Obligation(
+                name=f"explore.{policy}",
+                statement=(
+                    f"every reachable state ({bounds.describe()}) satisfies every named "
+                    "invariant, and the implementation agrees with the model on every edge"
+                ),
+                check=_explore_check(bounds, None),
+                negative=_explore_check(control, non_atomic_complete_load),
+                negative_statement=(
+                    "the explorer finds a shortest trace against an implementation "
+                    "whose complete_load releases keys one by one"
+                ),
+                tags=("explore",),
+                kind=Kind.EXPLORED,
+                bounds=bounds.describe(),
+            )
+        )
     return out

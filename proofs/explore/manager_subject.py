@@ -48,8 +48,10 @@ class Bounds:
 
     def describe(self) -> str:
         ev = f"events<={self.events}" if self.events else "events off"
-        return (f"policy={self.policy} slots={self.slots} keys={self.keys} "
-                f"max_ref={self.max_ref} batch={self.batch} {ev}")
+        return (
+            f"policy={self.policy} slots={self.slots} keys={self.keys} "
+            f"max_ref={self.max_ref} batch={self.batch} {ev}"
+        )
 
     def check(self) -> None:
         """Raise `ValueError` for bounds the explorer cannot use."""
@@ -174,8 +176,7 @@ class ManagerSubject(Context):
 
     def root(self) -> tuple[Hashable, Payload]:
         b = self.bounds
-        code, _ = encode(ModelManager(b.slots, b.policy, b.events > 0).snapshot(),
-                         self.canonical)
+        code, _ = encode(ModelManager(b.slots, b.policy, b.events > 0).snapshot(), self.canonical)
         return code, ((), 0)
 
     def weight(self, payload: Payload) -> int:

@@ -107,9 +107,7 @@ def encode(snap: ManagerSnapshot, canonical: bool) -> tuple[Code, list[Key]]:
     label: dict[Key, Hashable] = (
         {k: i for i, k in enumerate(order)} if relabel else {k: k for k in order}
     )
-    blocks = tuple(
-        (e.slot, label[e.key], _STATE_CODE[e.state], e.ref_cnt) for e in residents
-    )
+    blocks = tuple((e.slot, label[e.key], _STATE_CODE[e.state], e.ref_cnt) for e in residents)
     events = tuple((tuple(label[k] for k in ev.keys), ev.removed) for ev in snap.pending_events)
     code: Code = (
         blocks,

@@ -24,8 +24,7 @@ def factory_source(factory: object) -> tuple[str, str]:
     """An import line and the callable's name, for a snippet that calls `factory`."""
     mod = getattr(factory, "__module__", None)
     name = getattr(factory, "__qualname__", None)
-    if isinstance(mod, str) and isinstance(name, str) and mod != "__main__" \
-            and name.isidentifier():
+    if isinstance(mod, str) and isinstance(name, str) and mod != "__main__" and name.isidentifier():
         return f"from {mod} import {name}", name
     return "factory = ...  # the factory under test", "factory"
 
@@ -47,8 +46,11 @@ def render_snippet(
         impl: Any = factory(num_blocks, policy, events)
     except Exception:  # the reason line already says what went wrong
         impl = None
-    lines = [imp, "from contextlib import suppress",
-             f"m = {name}({num_blocks!r}, {policy!r}, {events!r})"]
+    lines = [
+        imp,
+        "from contextlib import suppress",
+        f"m = {name}({num_blocks!r}, {policy!r}, {events!r})",
+    ]
     for op in path:
         rm = invoke(model, op)
         ri = invoke(impl, op) if impl is not None else rm
@@ -59,8 +61,10 @@ def render_snippet(
     if last is not None:
         rm = invoke(model, last)
         ri = invoke(impl, last) if impl is not None else Reply(True, RuntimeError("no impl"))
-        lines.append(f"{_call(last, rm.raised or ri.raised)}  # expected (model) {describe(rm)}; "
-                     f"observed {describe(ri)}")
+        lines.append(
+            f"{_call(last, rm.raised or ri.raised)}  # expected (model) {describe(rm)}; "
+            f"observed {describe(ri)}"
+        )
     lines.append(f"# {reason}")
     lines.append("print(m.snapshot())")
     return "\n".join(lines)

@@ -67,8 +67,11 @@ def same_error(model: BaseException, impl: BaseException) -> bool:
     text aside); two `StopIteration`s (both iterators ended) are the same too."""
     if isinstance(model, StopIteration):
         return isinstance(impl, StopIteration)
-    return (isinstance(model, LifecycleError) and isinstance(impl, LifecycleError)
-            and model.identity() == impl.identity())
+    return (
+        isinstance(model, LifecycleError)
+        and isinstance(impl, LifecycleError)
+        and model.identity() == impl.identity()
+    )
 
 
 class Kind(enum.Enum):
@@ -91,8 +94,15 @@ class Mismatch:
     reason: str
 
 
-def judge(rm: Reply, ri: Reply, m_pre: object, i_pre: object, m_post: object,
-          i_post: object, convert: Callable[[Any], Any] = lambda x: x) -> Mismatch | None:
+def judge(
+    rm: Reply,
+    ri: Reply,
+    m_pre: object,
+    i_pre: object,
+    m_post: object,
+    i_post: object,
+    convert: Callable[[Any], Any] = lambda x: x,
+) -> Mismatch | None:
     """Why the implementation's call (`ri`, state `i_pre` -> `i_post`) is not the
     model's (`rm`, `m_pre` -> `m_post`), or None when they agree.
 
@@ -104,28 +114,35 @@ def judge(rm: Reply, ri: Reply, m_pre: object, i_pre: object, m_post: object,
         if not isinstance(exc, LifecycleError | StopIteration):
             return Mismatch(Kind.MODEL_BUG, f"model raised a foreign {type(exc).__name__}: {exc}")
         if m_post != m_pre:
-            return Mismatch(Kind.MODEL_BUG,
-                            f"model changed state on an error: {diff(m_pre, m_post)}")
+            return Mismatch(
+                Kind.MODEL_BUG, f"model changed state on an error: {diff(m_pre, m_post)}"
+            )
         if not ri.raised:
-            return Mismatch(Kind.ACCEPTED_BAD_CALL, f"model {describe(rm)}, but impl accepted "
-                                                    f"the call {describe(ri)}")
+            return Mismatch(
+                Kind.ACCEPTED_BAD_CALL,
+                f"model {describe(rm)}, but impl accepted the call {describe(ri)}",
+            )
         if not same_error(exc, ri.value):
-            return Mismatch(Kind.ERROR, f"errors differ: model {describe(rm)}, "
-                                        f"impl {describe(ri)}")
+            return Mismatch(Kind.ERROR, f"errors differ: model {describe(rm)}, impl {describe(ri)}")
         if i_post != i_pre:
-            return Mismatch(Kind.ATOMICITY, f"impl changed state on an error (before != "
-                                            f"after): {diff(i_pre, i_post)}")
+            return Mismatch(
+                Kind.ATOMICITY,
+                f"impl changed state on an error (before != after): {diff(i_pre, i_post)}",
+            )
         return None
     if ri.raised:
-        return Mismatch(Kind.REJECTED_GOOD_CALL, f"impl {describe(ri)}, but the model "
-                                                 f"returned {describe(rm)}")
+        return Mismatch(
+            Kind.REJECTED_GOOD_CALL, f"impl {describe(ri)}, but the model returned {describe(rm)}"
+        )
     got = convert(ri.value)
     if rm.value != got:
-        return Mismatch(Kind.RESULT, f"results differ: model {describe(rm)}, "
-                                     f"impl {describe(Reply(False, got))}")
+        return Mismatch(
+            Kind.RESULT, f"results differ: model {describe(rm)}, impl {describe(Reply(False, got))}"
+        )
     if i_post != m_post:
-        return Mismatch(Kind.STATE, f"states differ after the call (model != impl): "
-                                    f"{diff(m_post, i_post)}")
+        return Mismatch(
+            Kind.STATE, f"states differ after the call (model != impl): {diff(m_post, i_post)}"
+        )
     return None
 
 
@@ -153,10 +170,18 @@ def _diff(path: str, a: object, b: object) -> list[str]:
     if isinstance(a, frozenset | set) and isinstance(b, frozenset | set):
         only_a = sorted(map(repr, a - b))
         only_b = sorted(map(repr, b - a))
-        return [f"{path or 'value'}: expected [{', '.join(only_a)}] != observed "
-                f"[{', '.join(only_b)}]"]
-    if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and any(
-            dataclasses.is_dataclass(x) for x in a):
-        return [line for i, (x, y) in enumerate(zip(a, b, strict=True))
-                for line in _diff(f"{path}[{i}]", x, y)]
+        return [
+            f"{path or 'value'}: expected [{', '.join(only_a)}] != observed [{', '.join(only_b)}]"
+        ]
+    if (
+        isinstance(a, tuple)
+        and isinstance(b, tuple)
+        and len(a) == len(b)
+        and any(dataclasses.is_dataclass(x) for x in a)
+    ):
+        return [
+            line
+            for i, (x, y) in enumerate(zip(a, b, strict=True))
+            for line in _diff(f"{path}[{i}]", x, y)
+        ]
     return [f"{path or 'value'}: expected {a!r} != observed {b!r}"]

@@ -95,8 +95,17 @@ class ManagerAdapter(Protocol):
 
 
 ADAPTER_API: tuple[str, ...] = (
-    "lookup", "prepare_store", "complete_store", "prepare_load", "complete_load",
-    "touch", "reset_cache", "take_events", "snapshot", "num_evictable", "num_pending",
+    "lookup",
+    "prepare_store",
+    "complete_store",
+    "prepare_load",
+    "complete_load",
+    "touch",
+    "reset_cache",
+    "take_events",
+    "snapshot",
+    "num_evictable",
+    "num_pending",
 )
 """Attribute names every adapter must have."""
 
@@ -143,13 +152,17 @@ class ConformanceRecord:
 
     def text(self) -> str:
         """A readable verdict: one summary line, then the reason and trace if any."""
-        head = (f"conformance[{self.policy}] {self.status}: {self.examples_run} examples, "
-                f"{self.steps_run} steps, {self.seconds:.2f}s "
-                f"(budget {self.examples}x{self.steps}, "
-                f"faults {f'on, {self.faults_fired} fired' if self.faults else 'off'})")
+        head = (
+            f"conformance[{self.policy}] {self.status}: {self.examples_run} examples, "
+            f"{self.steps_run} steps, {self.seconds:.2f}s "
+            f"(budget {self.examples}x{self.steps}, "
+            f"faults {f'on, {self.faults_fired} fired' if self.faults else 'off'})"
+        )
         if self.first_failure_example is not None:
-            head += (f"; first divergence in example {self.first_failure_example} "
-                     f"after {self.first_failure_steps} steps")
+            head += (
+                f"; first divergence in example {self.first_failure_example} "
+                f"after {self.first_failure_steps} steps"
+            )
         return "\n".join(x for x in (head, self.reason, self.trace) if x)
 
     def coverage(self) -> str:
@@ -159,8 +172,10 @@ class ConformanceRecord:
     def outcome(self) -> Outcome:
         """As a proof outcome: passed -> proved, failed -> counterexample, else error."""
         if self.status == "passed":
-            return proved(f"{self.examples_run} examples, {self.steps_run} steps, "
-                          f"{self.faults_fired} policy-hook faults fired")
+            return proved(
+                f"{self.examples_run} examples, {self.steps_run} steps, "
+                f"{self.faults_fired} policy-hook faults fired"
+            )
         if self.status == "failed":
             return refuted(f"{self.reason}\n{self.trace}")
         return Outcome(Status.ERROR, self.reason)
@@ -199,8 +214,10 @@ def make_machine(
     if inject_faults is not False:
         faults = _probe_faults(factory, policy)
         if inject_faults and not faults:
-            raise ValueError("fault injection requested, but the factory does not build "
-                             f"its policy {policy!r} through impl.policies.factory")
+            raise ValueError(
+                "fault injection requested, but the factory does not build "
+                f"its policy {policy!r} through impl.policies.factory"
+            )
     machine = build_machine(factory, policy, fault_policy_name(policy) if faults else None, PLAN)
     mixin = profile(policy).rules
     return machine if mixin is None else type(machine.__name__, (mixin, machine), {})
@@ -254,8 +271,9 @@ def run_conformance(
     stats = machine.stats  # type: ignore[attr-defined]
     faults = machine.fault_policy is not None  # type: ignore[attr-defined]
     # Shrinking is done by replay, below.
-    config = engine_settings(examples, steps, derandomize=False,
-                             phases=(Phase.explicit, Phase.generate))
+    config = engine_settings(
+        examples, steps, derandomize=False, phases=(Phase.explicit, Phase.generate)
+    )
     fault_policy = machine.fault_policy  # type: ignore[attr-defined]
     start = time.perf_counter()
     status: Literal["passed", "failed", "error"] = "passed"
@@ -274,14 +292,26 @@ def run_conformance(
     except Exception as exc:
         status = "error"
         reason = f"the run crashed: {type(exc).__name__}: {exc}\n" + "".join(
-            traceback.format_exception(exc)[-4:])
+            traceback.format_exception(exc)[-4:]
+        )
     finally:
         PLAN.disarm()
     seconds = time.perf_counter() - start
     return ConformanceRecord(
-        policy, status, examples, steps, stats.examples, stats.steps, seconds, faults,
-        reason, trace, stats.first_failure_example, stats.first_failure_total_steps,
-        stats.faults_fired, tuple(sorted(stats.outcomes.items())),
+        policy,
+        status,
+        examples,
+        steps,
+        stats.examples,
+        stats.steps,
+        seconds,
+        faults,
+        reason,
+        trace,
+        stats.first_failure_example,
+        stats.first_failure_total_steps,
+        stats.faults_fired,
+        tuple(sorted(stats.outcomes.items())),
     )
 
 
@@ -294,14 +324,14 @@ def _impl_factory() -> AdapterFactory:
     return CPUOffloadingManager
 
 
-def _check(policy: str, examples: int, steps: int, seed: int | None,
-           broken: bool) -> Callable[[float], Outcome]:
+def _check(
+    policy: str, examples: int, steps: int, seed: int | None, broken: bool
+) -> Callable[[float], Outcome]:
     def run(timeout_s: float) -> Outcome:
         factory = _impl_factory()
         if broken:
             factory = key_by_key(factory, "prepare_load")
-        record = run_conformance(factory, policy, examples, steps, seed,
-                                 inject_faults=not broken)
+        record = run_conformance(factory, policy, examples, steps, seed, inject_faults=not broken)
         return record.outcome()
 
     return run
@@ -314,13 +344,16 @@ def obligations(level: str) -> list[Obligation]:
     return [
         Obligation(
             name=f"conformance.{policy}",
-            statement=(f"CPUOffloadingManager({policy!r}) agrees with ModelManager in "
-                       f"lock-step ({examples} examples x {steps} steps: results, errors, "
-                       "snapshots, atomicity under bad input and policy-hook faults)"),
+            statement=(
+                f"CPUOffloadingManager({policy!r}) agrees with ModelManager in "
+                f"lock-step ({examples} examples x {steps} steps: results, errors, "
+                "snapshots, atomicity under bad input and policy-hook faults)"
+            ),
             check=_check(policy, examples, steps, seed, broken=False),
             negative=_check(policy, examples, steps, seed, broken=True),
-            negative_statement=(f"a manager whose prepare_load pins key by key is refuted "
-                                f"(policy {policy!r})"),
+            negative_statement=(
+                f"a manager whose prepare_load pins key by key is refuted (policy {policy!r})"
+            ),
             tags=("conformance",),
             kind=Kind.TESTED,
             bounds=f"{examples} examples x {steps} steps, seed {seed}",

@@ -63,6 +63,7 @@ __all__ = [
 QueueFactory = Callable[[Sequence[KVCacheBlock]], FreeKVCacheBlockQueue]
 PoolFactory = Callable[[int], BlockPool]
 
+
 class _QueueMachine(LockStep):
     factory: QueueFactory
 
@@ -88,29 +89,48 @@ class _QueueMachine(LockStep):
 
     @rule(q=st.integers(0, 1), n=st.one_of(st.integers(-1, 5), st.just(True)))
     def popleft_n(self, q: int, n: int) -> None:
-        self.both(f"q{q}.popleft_n({n!r})", lambda: self.mq[q].popleft_n(n),
-                  lambda: self.iq[q].popleft_n(n), ids_of)
+        self.both(
+            f"q{q}.popleft_n({n!r})",
+            lambda: self.mq[q].popleft_n(n),
+            lambda: self.iq[q].popleft_n(n),
+            ids_of,
+        )
 
     @rule(q=st.integers(0, 1), b=st.integers(0, UNIVERSE - 1))
     def remove(self, q: int, b: int) -> None:
-        self.both(f"q{q}.remove({b})", lambda: self.mq[q].remove(BlockId(b)),
-                  lambda: self.iq[q].remove(self.blocks[b]))
+        self.both(
+            f"q{q}.remove({b})",
+            lambda: self.mq[q].remove(BlockId(b)),
+            lambda: self.iq[q].remove(self.blocks[b]),
+        )
 
     @rule(q=st.integers(0, 1), b=st.integers(0, UNIVERSE - 1))
     def append(self, q: int, b: int) -> None:
-        self.both(f"q{q}.append({b})", lambda: self.mq[q].append(BlockId(b)),
-                  lambda: self.iq[q].append(self.blocks[b]))
+        self.both(
+            f"q{q}.append({b})",
+            lambda: self.mq[q].append(BlockId(b)),
+            lambda: self.iq[q].append(self.blocks[b]),
+        )
 
-    @rule(q=st.integers(0, 1), front=st.booleans(),
-          bs=st.lists(st.integers(0, UNIVERSE - 1), max_size=4))
+    @rule(
+        q=st.integers(0, 1),
+        front=st.booleans(),
+        bs=st.lists(st.integers(0, UNIVERSE - 1), max_size=4),
+    )
     def link_n(self, q: int, front: bool, bs: list[int]) -> None:
         op = "prepend_n" if front else "append_n"
         ids = [BlockId(b) for b in bs]
-        self.both(f"q{q}.{op}({bs})", lambda: getattr(self.mq[q], op)(ids),
-                  lambda: getattr(self.iq[q], op)(self._blocks(bs)))
+        self.both(
+            f"q{q}.{op}({bs})",
+            lambda: getattr(self.mq[q], op)(ids),
+            lambda: getattr(self.iq[q], op)(self._blocks(bs)),
+        )
 
-    @rule(q=st.integers(0, 1), b=st.integers(0, UNIVERSE - 1),
-          kind=st.sampled_from(["append", "remove", "popleft_n(0)", "append_n([])"]))
+    @rule(
+        q=st.integers(0, 1),
+        b=st.integers(0, UNIVERSE - 1),
+        kind=st.sampled_from(["append", "remove", "popleft_n(0)", "append_n([])"]),
+    )
     def no_change(self, q: int, b: int, kind: str) -> None:
         """A call that fails or is a no-op: live iterators must survive it."""
         linked = self.mq[q].owners.get(BlockId(b)) is not None
@@ -130,8 +150,11 @@ class _QueueMachine(LockStep):
         self.relink_cursor_block(len(self.cursors) - 1, back)
         self.open_iterator(q, "cursor", b, len(self.cursors) - 1)
 
-    @rule(q=st.integers(0, 1), b=st.integers(0, UNIVERSE - 1),
-          kind=st.sampled_from(["append", "remove", "popleft_n(0)", "append_n([])"]))
+    @rule(
+        q=st.integers(0, 1),
+        b=st.integers(0, UNIVERSE - 1),
+        kind=st.sampled_from(["append", "remove", "popleft_n(0)", "append_n([])"]),
+    )
     def iterate_across_no_change(self, q: int, b: int, kind: str) -> None:
         """Open a walk, step it, make a failing or no-op call, step again."""
         self.open_iterator(q, "none", b, 0)
@@ -156,22 +179,32 @@ class _QueueMachine(LockStep):
     @rule(q=st.integers(0, 1), n=st.integers(2, 4), front=st.booleans(), other=st.booleans())
     def pop_and_relink(self, q: int, n: int, front: bool, other: bool) -> None:
         """Pop n blocks and link them back, in order, here or in the other queue."""
-        got = self.both(f"q{q}.popleft_n({n})", lambda: self.mq[q].popleft_n(n),
-                        lambda: self.iq[q].popleft_n(n), ids_of)
+        got = self.both(
+            f"q{q}.popleft_n({n})",
+            lambda: self.mq[q].popleft_n(n),
+            lambda: self.iq[q].popleft_n(n),
+            ids_of,
+        )
         if not got.raised:
             self.link_n(1 - q if other else q, front, got.value)
 
     @rule(q=st.integers(0, 1), b=st.integers(0, UNIVERSE - 1))
     def take_cursor(self, q: int, b: int) -> None:
         pair: list[Any] = []
-        got = self.both(f"q{q}.cursor_for({b})",
-                        lambda: pair.append(self.mq[q].cursor_for(BlockId(b))),
-                        lambda: pair.append(self.iq[q].cursor_for(self.blocks[b])))
+        got = self.both(
+            f"q{q}.cursor_for({b})",
+            lambda: pair.append(self.mq[q].cursor_for(BlockId(b))),
+            lambda: pair.append(self.iq[q].cursor_for(self.blocks[b])),
+        )
         if not got.raised:
             self.cursors = [*self.cursors[-3:], (q, pair[0], pair[1])]
 
-    @rule(q=st.integers(0, 1), kind=st.sampled_from(["none", "block", "cursor"]),
-          b=st.integers(0, UNIVERSE - 1), c=st.integers(0, 3))
+    @rule(
+        q=st.integers(0, 1),
+        kind=st.sampled_from(["none", "block", "cursor"]),
+        b=st.integers(0, UNIVERSE - 1),
+        c=st.integers(0, 3),
+    )
     def open_iterator(self, q: int, kind: str, b: int, c: int) -> None:
         mcur: BlockId | ModelCursor | None = None
         icur: KVCacheBlock | Cursor | None = None
@@ -181,10 +214,13 @@ class _QueueMachine(LockStep):
             _, mcur, icur = self.cursors[c % len(self.cursors)]
         label = f"q{q}.iter_blocks_after({kind} {b if kind == 'block' else c})"
         made: list[Any] = []
-        got = self.both(label, lambda: made.append(self.mq[q].iter_blocks_after(mcur)),
-                        lambda: made.append(self.iq[q].iter_blocks_after(icur)))
+        got = self.both(
+            label,
+            lambda: made.append(self.mq[q].iter_blocks_after(mcur)),
+            lambda: made.append(self.iq[q].iter_blocks_after(icur)),
+        )
         if not got.raised:
-            self.iters = [*self.iters[-(MAX_ITERS - 1):], (label, made[0], made[1])]
+            self.iters = [*self.iters[-(MAX_ITERS - 1) :], (label, made[0], made[1])]
 
     @rule(q=st.integers(0, 1), b=st.integers(-1, UNIVERSE - 1))
     def scan_suffix(self, q: int, b: int) -> None:
@@ -192,7 +228,7 @@ class _QueueMachine(LockStep):
         order = list(self.mq[q].order)
         if b >= 0 and BlockId(b) not in order:
             return
-        expected = order[order.index(BlockId(b)) + 1:] if b >= 0 else order
+        expected = order[order.index(BlockId(b)) + 1 :] if b >= 0 else order
         queue = self.iq[q]
 
         def walk() -> list[KVCacheBlock]:
@@ -239,24 +275,38 @@ class _PoolMachine(LockStep):
 
     @rule(n=st.one_of(st.integers(-1, 4), st.just(False)))
     def get_new_blocks(self, n: int) -> None:
-        self.both(f"get_new_blocks({n!r})", lambda: self.m.get_new_blocks(n),
-                  lambda: self.i.get_new_blocks(n), ids_of)
+        self.both(
+            f"get_new_blocks({n!r})",
+            lambda: self.m.get_new_blocks(n),
+            lambda: self.i.get_new_blocks(n),
+            ids_of,
+        )
 
     @rule(bs=st.lists(st.integers(0, POOL_BLOCKS), max_size=4))
     def touch(self, bs: list[int]) -> None:
-        self.both(f"touch({bs})", lambda: self.m.touch([BlockId(b) for b in bs]),
-                  lambda: self.i.touch(self._blocks(bs)))
+        self.both(
+            f"touch({bs})",
+            lambda: self.m.touch([BlockId(b) for b in bs]),
+            lambda: self.i.touch(self._blocks(bs)),
+        )
 
     @rule(bs=st.lists(st.integers(0, POOL_BLOCKS), max_size=4))
     def free_blocks(self, bs: list[int]) -> None:
-        self.both(f"free_blocks({bs})", lambda: self.m.free_blocks([BlockId(b) for b in bs]),
-                  lambda: self.i.free_blocks(self._blocks(bs)))
+        self.both(
+            f"free_blocks({bs})",
+            lambda: self.m.free_blocks([BlockId(b) for b in bs]),
+            lambda: self.i.free_blocks(self._blocks(bs)),
+        )
 
     @rule(data=st.data(), n=st.integers(1, 3), cache=st.lists(st.booleans(), max_size=3))
     def allocate_cache_free(self, data: st.DataObject, n: int, cache: list[bool]) -> None:
         """A request's life: allocate, cache some blocks, free all in-use blocks."""
-        got = self.both(f"get_new_blocks({n})", lambda: self.m.get_new_blocks(n),
-                        lambda: self.i.get_new_blocks(n), ids_of)
+        got = self.both(
+            f"get_new_blocks({n})",
+            lambda: self.m.get_new_blocks(n),
+            lambda: self.i.get_new_blocks(n),
+            ids_of,
+        )
         if not got.raised:
             for b, h in zip(got.value, cache, strict=False):
                 if h:
@@ -276,8 +326,11 @@ class _PoolMachine(LockStep):
     def cache_block(self, b: int, h: str | None) -> None:
         """Any block id: valid for a block in use, else a bad input (foreign, null,
         None hash, free block, already cached)."""
-        self.both(f"cache_block({b}, {h!r})", lambda: self.m.cache_block(BlockId(b), h),
-                  lambda: self.i.cache_block(self._block(b), h))
+        self.both(
+            f"cache_block({b}, {h!r})",
+            lambda: self.m.cache_block(BlockId(b), h),
+            lambda: self.i.cache_block(self._block(b), h),
+        )
 
     @rule(data=st.data(), h=st.sampled_from(["x", "y", "z"]))
     def cache_in_use_block(self, data: st.DataObject, h: str) -> None:
@@ -295,9 +348,11 @@ class _PoolMachine(LockStep):
             return
         b = int(data.draw(st.sampled_from(free)))
         messages: list[str] = []
-        got = self.both(f"cache_block({b}, {h!r})  # free block",
-                        keep_message(lambda: self.m.cache_block(BlockId(b), h), messages),
-                        keep_message(lambda: self.i.cache_block(self._block(b), h), messages))
+        got = self.both(
+            f"cache_block({b}, {h!r})  # free block",
+            keep_message(lambda: self.m.cache_block(BlockId(b), h), messages),
+            keep_message(lambda: self.i.cache_block(self._block(b), h), messages),
+        )
         if not got.raised:
             self.fail(f"cache_block({b}) of a free block was accepted")
         model_msg, impl_msg = messages
@@ -306,9 +361,12 @@ class _PoolMachine(LockStep):
 
     @rule(h=st.sampled_from(["x", "y", "z"]))
     def get_cached_block(self, h: str) -> None:
-        self.both(f"get_cached_block({h!r})", lambda: self.m.get_cached_block(h),
-                  lambda: self.i.get_cached_block(h),
-                  lambda blk: None if blk is None else blk.block_id)
+        self.both(
+            f"get_cached_block({h!r})",
+            lambda: self.m.get_cached_block(h),
+            lambda: self.i.get_cached_block(h),
+            lambda blk: None if blk is None else blk.block_id,
+        )
 
     @rule()
     def reset_prefix_cache(self) -> None:
@@ -317,9 +375,11 @@ class _PoolMachine(LockStep):
     @rule(b=st.integers(0, POOL_BLOCKS - 1))
     def take_cursor(self, b: int) -> None:
         pair: list[Any] = []
-        got = self.both(f"cursor_for({b})",
-                        lambda: pair.append(self.m.free_queue.cursor_for(BlockId(b))),
-                        lambda: pair.append(self.i.free_block_queue.cursor_for(self.i.blocks[b])))
+        got = self.both(
+            f"cursor_for({b})",
+            lambda: pair.append(self.m.free_queue.cursor_for(BlockId(b))),
+            lambda: pair.append(self.i.free_block_queue.cursor_for(self.i.blocks[b])),
+        )
         if not got.raised:
             self.cursors = [*self.cursors[-3:], (pair[0], pair[1])]
 
@@ -331,10 +391,13 @@ class _PoolMachine(LockStep):
             mcur, icur = self.cursors[c % len(self.cursors)]
         label = f"iter_blocks_after({mcur})"
         made: list[Any] = []
-        got = self.both(label, lambda: made.append(self.m.free_queue.iter_blocks_after(mcur)),
-                        lambda: made.append(self.i.free_block_queue.iter_blocks_after(icur)))
+        got = self.both(
+            label,
+            lambda: made.append(self.m.free_queue.iter_blocks_after(mcur)),
+            lambda: made.append(self.i.free_block_queue.iter_blocks_after(icur)),
+        )
         if not got.raised:
-            self.iters = [*self.iters[-(MAX_ITERS - 1):], (label, made[0], made[1])]
+            self.iters = [*self.iters[-(MAX_ITERS - 1) :], (label, made[0], made[1])]
 
     @invariant()
     def agree(self) -> None:
@@ -350,14 +413,20 @@ class _PoolMachine(LockStep):
 
 def queue_machine(factory: QueueFactory = FreeKVCacheBlockQueue) -> type[RuleBasedStateMachine]:
     """The queue machine class, driving `factory`'s queues against the model."""
-    return type("FreeQueueConformance", (_QueueMachine,),
-                {"factory": staticmethod(factory), "stats": {"examples": 0, "calls": 0}})
+    return type(
+        "FreeQueueConformance",
+        (_QueueMachine,),
+        {"factory": staticmethod(factory), "stats": {"examples": 0, "calls": 0}},
+    )
 
 
 def pool_machine(factory: PoolFactory = BlockPool) -> type[RuleBasedStateMachine]:
     """The pool machine class, driving `factory`'s pools against the model."""
-    return type("BlockPoolConformance", (_PoolMachine,),
-                {"factory": staticmethod(factory), "stats": {"examples": 0, "calls": 0}})
+    return type(
+        "BlockPoolConformance",
+        (_PoolMachine,),
+        {"factory": staticmethod(factory), "stats": {"examples": 0, "calls": 0}},
+    )
 
 
 # ------------------------------------------------------------------ obligations
@@ -385,9 +454,7 @@ def run_machine(
     return proved()
 
 
-def _seeded(
-    machines: dict[str, type[RuleBasedStateMachine]], examples: int, steps: int
-) -> Outcome:
+def _seeded(machines: dict[str, type[RuleBasedStateMachine]], examples: int, steps: int) -> Outcome:
     """Refuted only when every seeded broken variant is caught.
 
     Detection stops at the first failure (no shrinking), so the budget is larger
@@ -410,7 +477,7 @@ def obligations(level: Level) -> list[Obligation]:
         Obligation(
             name="conformance.free_queue",
             statement=f"impl free queue ≡ model in lock-step ({examples} examples × "
-                      f"{steps} steps, bad input and cursors included)",
+            f"{steps} steps, bad input and cursors included)",
             check=lambda _t: run_machine(queue_machine(), examples, steps),
             negative=lambda _t: _seeded(queues, examples, steps),
             negative_statement=f"each of {len(queues)} seeded broken queues is refuted",
@@ -421,7 +488,7 @@ def obligations(level: Level) -> list[Obligation]:
         Obligation(
             name="conformance.block_pool",
             statement=f"impl block pool ≡ model in lock-step ({examples} examples × "
-                      f"{steps} steps, bad input and cursors included)",
+            f"{steps} steps, bad input and cursors included)",
             check=lambda _t: run_machine(pool_machine(), examples, steps),
             negative=lambda _t: _seeded(pools, examples, steps),
             negative_statement=f"each of {len(pools)} seeded broken pools is refuted",

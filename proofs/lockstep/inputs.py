@@ -56,21 +56,27 @@ class Call:
         """`method(list(keys), **kwargs)`, with a fresh list for each side."""
         frozen = tuple(keys)
         extra = "".join(f", {k}={v!r}" for k, v in kwargs.items())
-        return Call(method, f"{method}({list(frozen)!r}{extra})",
-                    lambda: ((list(frozen),), dict(kwargs)), frozen, tuple(kwargs.items()))
+        return Call(
+            method,
+            f"{method}({list(frozen)!r}{extra})",
+            lambda: ((list(frozen),), dict(kwargs)),
+            frozen,
+            tuple(kwargs.items()),
+        )
 
     def without_key(self, index: int) -> Call | None:
         """The same `Call.keys` call with the `index`-th key dropped (None if not one)."""
         if self.key_list is None or not 0 <= index < len(self.key_list):
             return None
-        rest = self.key_list[:index] + self.key_list[index + 1:]
+        rest = self.key_list[:index] + self.key_list[index + 1 :]
         return Call.keys(self.method, rest, **dict(self.options))
 
     @staticmethod
     def plain(method: str, *args: Any) -> Call:
         """`method(*args)` with immutable arguments."""
-        return Call(method, f"{method}({', '.join(repr(a) for a in args)})",
-                    lambda: (tuple(args), {}))
+        return Call(
+            method, f"{method}({', '.join(repr(a) for a in args)})", lambda: (tuple(args), {})
+        )
 
     @staticmethod
     def shaped(method: str, text: str, make_arg: Callable[[], object], **kwargs: Any) -> Call:
@@ -109,8 +115,9 @@ def bad_key_calls(method: str, keys: Sequence[Key]) -> list[Call]:
         Call.shaped(method, "'k0'", lambda: "k0"),
         Call.shaped(method, repr(first), lambda: _copy(first)),
         Call.shaped(method, f"{[*lst, [1]]!r}", lambda: [*ks, [1]]),
-        Call.shaped(method, f"[bytearray({KEYS[0]!r}), *{lst!r}]",
-                    lambda: [bytearray(KEYS[0]), *ks]),
+        Call.shaped(
+            method, f"[bytearray({KEYS[0]!r}), *{lst!r}]", lambda: [bytearray(KEYS[0]), *ks]
+        ),
         Call.shaped(method, f"{tuple(ks)!r}", lambda: tuple(ks)),
     ]
 

@@ -62,19 +62,23 @@ class _LazyMachine(LockStep):
         self.impl_pool = cls.pool_factory(num_blocks)
         self.scanner = cls.scanner_factory(self.impl_pool, window, lambda: self.capacity)
         self.n = num_blocks
-        self.trace.append(f"pool = factory({num_blocks}); scanner = factory(pool, {window}, "
-                          "capacity)")
+        self.trace.append(
+            f"pool = factory({num_blocks}); scanner = factory(pool, {window}, capacity)"
+        )
 
     # ------------------------------------------------------------ helpers
 
     def snapshots(self) -> tuple[Any, Any]:
         if not hasattr(self, "model"):
             return None, None
-        return ((self.model.pool.snapshot(), self.model.snapshot()),
-                (self.impl_pool.snapshot(), self.scanner.snapshot()))
+        return (
+            (self.model.pool.snapshot(), self.model.snapshot()),
+            (self.impl_pool.snapshot(), self.scanner.snapshot()),
+        )
 
-    def _same(self, label: str, model_call: Callable[[], Any],
-              impl_call: Callable[[], Any]) -> Reply:
+    def _same(
+        self, label: str, model_call: Callable[[], Any], impl_call: Callable[[], Any]
+    ) -> Reply:
         return self.both(label, model_call, impl_call, _ids)
 
     def _blocks(self, ids: Sequence[int]) -> list[Any]:
@@ -88,22 +92,30 @@ class _LazyMachine(LockStep):
 
     @rule(n=st.integers(min_value=0, max_value=4))
     def get_new_blocks(self, n: int) -> None:
-        self._same(f"pool.get_new_blocks({n})", lambda: self.model.pool.get_new_blocks(n),
-                   lambda: self.impl_pool.get_new_blocks(n))
+        self._same(
+            f"pool.get_new_blocks({n})",
+            lambda: self.model.pool.get_new_blocks(n),
+            lambda: self.impl_pool.get_new_blocks(n),
+        )
 
     @rule(data=st.data())
     def touch(self, data: st.DataObject) -> None:
         ids = data.draw(st.lists(st.integers(1, self.n - 1), max_size=2, unique=True))
-        self._same(f"pool.touch({ids})", lambda: self.model.pool.touch([BlockId(b) for b in ids]),
-                   lambda: self.impl_pool.touch(self._blocks(ids)))
+        self._same(
+            f"pool.touch({ids})",
+            lambda: self.model.pool.touch([BlockId(b) for b in ids]),
+            lambda: self.impl_pool.touch(self._blocks(ids)),
+        )
 
     @rule(data=st.data())
     def free_requests(self, data: st.DataObject) -> None:
         held = [b for b in range(1, self.n) if self._request_refs(b) > 0]
         ids = data.draw(st.lists(st.sampled_from(held), max_size=3, unique=True)) if held else []
-        self._same(f"pool.free_blocks({ids})",
-                   lambda: self.model.pool.free_blocks([BlockId(b) for b in ids]),
-                   lambda: self.impl_pool.free_blocks(self._blocks(ids)))
+        self._same(
+            f"pool.free_blocks({ids})",
+            lambda: self.model.pool.free_blocks([BlockId(b) for b in ids]),
+            lambda: self.impl_pool.free_blocks(self._blocks(ids)),
+        )
 
     @rule(data=st.data())
     def free_bad(self, data: st.DataObject) -> None:
@@ -111,20 +123,23 @@ class _LazyMachine(LockStep):
         b = data.draw(st.integers(1, self.n - 1))
         ids = [b, b] if self._request_refs(b) > 0 else [b]
         if self._request_refs(b) > 0 or (self.model.pool.phase[BlockId(b)].ref or 0) == 0:
-            self._same(f"pool.free_blocks({ids})",
-                       lambda: self.model.pool.free_blocks([BlockId(x) for x in ids]),
-                       lambda: self.impl_pool.free_blocks(self._blocks(ids)))
+            self._same(
+                f"pool.free_blocks({ids})",
+                lambda: self.model.pool.free_blocks([BlockId(x) for x in ids]),
+                lambda: self.impl_pool.free_blocks(self._blocks(ids)),
+            )
 
     @rule(data=st.data(), h=st.sampled_from(HASHES))
     def cache_block(self, data: st.DataObject, h: str) -> None:
         # Only blocks in use can be cached (as in vLLM; `cache_bad` tries the others).
-        used = [b for b in range(1, self.n)
-                if (self.model.pool.phase[BlockId(b)].ref or 0) > 0]
+        used = [b for b in range(1, self.n) if (self.model.pool.phase[BlockId(b)].ref or 0) > 0]
         if used:
             b = data.draw(st.sampled_from(used))
-            self._same(f"pool.cache_block({b}, {h!r})",
-                       lambda: self.model.pool.cache_block(BlockId(b), h),
-                       lambda: self.impl_pool.cache_block(self.impl_pool.blocks[b], h))
+            self._same(
+                f"pool.cache_block({b}, {h!r})",
+                lambda: self.model.pool.cache_block(BlockId(b), h),
+                lambda: self.impl_pool.cache_block(self.impl_pool.blocks[b], h),
+            )
 
     @rule(data=st.data(), h=st.sampled_from(HASHES))
     def cache_bad(self, data: st.DataObject, h: str) -> None:
@@ -132,41 +147,55 @@ class _LazyMachine(LockStep):
         behind the cursor) or one already cached: the same error and message, nothing
         changed."""
         pool = self.model.pool
-        bad = [b for b in range(1, self.n)
-               if (pool.phase[BlockId(b)].ref or 0) == 0 or BlockId(b) in pool.block_hash]
+        bad = [
+            b
+            for b in range(1, self.n)
+            if (pool.phase[BlockId(b)].ref or 0) == 0 or BlockId(b) in pool.block_hash
+        ]
         if not bad:
             return
         b = data.draw(st.sampled_from(bad))
         messages: list[str] = []
 
-        out = self._same(f"pool.cache_block({b}, {h!r})",
-                         keep_message(lambda: pool.cache_block(BlockId(b), h), messages),
-                         keep_message(lambda: self.impl_pool.cache_block(
-                             self.impl_pool.blocks[b], h), messages))
+        out = self._same(
+            f"pool.cache_block({b}, {h!r})",
+            keep_message(lambda: pool.cache_block(BlockId(b), h), messages),
+            keep_message(lambda: self.impl_pool.cache_block(self.impl_pool.blocks[b], h), messages),
+        )
         if not out.raised or len(messages) != 2 or messages[0] != messages[1]:
             self.fail(f"cache_block({b}) refusal messages differ: {messages}")
-        if (pool.phase[BlockId(b)].ref or 0) == 0 and \
-                f"cannot cache a free block: block {b} " not in messages[0]:
+        if (
+            pool.phase[BlockId(b)].ref or 0
+        ) == 0 and f"cannot cache a free block: block {b} " not in messages[0]:
             self.fail(f"cache_block({b}) of a free block: message {messages[0]!r}")
 
     @rule()
     def reset_prefix_cache(self) -> None:
-        self._same("pool.reset_prefix_cache()", self.model.pool.reset_prefix_cache,
-                   self.impl_pool.reset_prefix_cache)
+        self._same(
+            "pool.reset_prefix_cache()",
+            self.model.pool.reset_prefix_cache,
+            self.impl_pool.reset_prefix_cache,
+        )
 
     # ------------------------------------------------------------ scanner rules
 
     @rule(capacity=st.integers(min_value=0, max_value=3))
     def step(self, capacity: int) -> None:
         self.capacity = capacity
-        self._same(f"scanner.step()  # capacity {capacity!r}", lambda: self.model.step(capacity),
-                   self.scanner.step)
+        self._same(
+            f"scanner.step()  # capacity {capacity!r}",
+            lambda: self.model.step(capacity),
+            self.scanner.step,
+        )
 
     @rule(capacity=st.sampled_from([-1, "2", None]))
     def step_with_bad_capacity(self, capacity: Any) -> None:
         self.capacity = capacity
-        self._same(f"scanner.step()  # capacity {capacity!r}", lambda: self.model.step(capacity),
-                   self.scanner.step)
+        self._same(
+            f"scanner.step()  # capacity {capacity!r}",
+            lambda: self.model.step(capacity),
+            self.scanner.step,
+        )
 
     @precondition(lambda self: bool(self.model.in_flight))
     @rule(data=st.data(), ok=st.booleans())
@@ -174,11 +203,17 @@ class _LazyMachine(LockStep):
         ids = data.draw(st.permutations(list(self.model.in_flight)))
         ids = ids[: data.draw(st.integers(1, len(ids)))]
         if ok:
-            self._same(f"scanner.complete({ids})", lambda: self.model.complete(ids),
-                       lambda: self.scanner.complete(self._blocks(ids)))
+            self._same(
+                f"scanner.complete({ids})",
+                lambda: self.model.complete(ids),
+                lambda: self.scanner.complete(self._blocks(ids)),
+            )
         else:
-            self._same(f"scanner.abort({ids})", lambda: self.model.abort(ids),
-                       lambda: self.scanner.abort(self._blocks(ids)))
+            self._same(
+                f"scanner.abort({ids})",
+                lambda: self.model.abort(ids),
+                lambda: self.scanner.abort(self._blocks(ids)),
+            )
 
     @rule(data=st.data(), ok=st.booleans())
     def finish_bad(self, data: st.DataObject, ok: bool) -> None:
@@ -187,9 +222,11 @@ class _LazyMachine(LockStep):
         ids = [b, b] if BlockId(b) in self.model.in_flight else [b]
         m_call = self.model.complete if ok else self.model.abort
         i_call = self.scanner.complete if ok else self.scanner.abort
-        out = self._same(f"scanner.{'complete' if ok else 'abort'}({ids})",
-                         lambda: m_call([BlockId(x) for x in ids]),
-                         lambda: i_call(self._blocks(ids)))
+        out = self._same(
+            f"scanner.{'complete' if ok else 'abort'}({ids})",
+            lambda: m_call([BlockId(x) for x in ids]),
+            lambda: i_call(self._blocks(ids)),
+        )
         if not out.raised:
             self.fail(f"finishing {ids} (not in flight or listed twice) was accepted")
 
@@ -222,8 +259,12 @@ def lazy_machine(
     scanner_factory: ScannerFactory = LazyOffloadScanner,
 ) -> type[RuleBasedStateMachine]:
     """The lazy-scanner machine class, driving `scanner_factory` over `pool_factory`."""
-    return type("LazyScannerConformance", (_LazyMachine,), {
-        "pool_factory": staticmethod(pool_factory),
-        "scanner_factory": staticmethod(scanner_factory),
-        "stats": {"examples": 0, "calls": 0},
-    })
+    return type(
+        "LazyScannerConformance",
+        (_LazyMachine,),
+        {
+            "pool_factory": staticmethod(pool_factory),
+            "scanner_factory": staticmethod(scanner_factory),
+            "stats": {"examples": 0, "calls": 0},
+        },
+    )

@@ -60,8 +60,9 @@ _INDEX = st.integers(0, 2 * len(KEYS) - 1)
 _MODE = st.integers(0, 9)
 _MIXED, _EMPTY_BATCH = 7, 9
 _BAD_NUM_BLOCKS = st.sampled_from((*BAD_NUM_BLOCKS, 1))  # 1: valid, with an unknown policy
-_METHOD = st.sampled_from(("prepare_store", "complete_store", "prepare_load", "complete_load",
-                           "touch"))
+_METHOD = st.sampled_from(
+    ("prepare_store", "complete_store", "prepare_load", "complete_load", "touch")
+)
 _BAD_KEY_INDEX = st.integers(0, len(bad_key_calls("touch", ())) - 1)
 _BAD_SCALAR_INDEX = st.integers(0, len(bad_success_calls(()) + bad_lookup_calls()) - 1)
 
@@ -101,8 +102,9 @@ class _Machine(RuleBasedStateMachine):
         cls = type(self)
         self.lock = LockStep(cls.factory, cls.policy, cls.fault_policy, cls.plan, cls.stats)
 
-    def _keys(self, data: st.DataObject, preferred: Sequence[Key], max_size: int,
-              unique: bool = True) -> list[Key]:
+    def _keys(
+        self, data: st.DataObject, preferred: Sequence[Key], max_size: int, unique: bool = True
+    ) -> list[Key]:
         """A key list, drawn mostly from `preferred` (the keys in the states that make
         the call interesting): seven draws in ten take only preferred keys, two mix
         them half and half with the whole pool, one is the empty batch.
@@ -229,8 +231,7 @@ class _Machine(RuleBasedStateMachine):
             self.lock.apply(Step(calls[data.draw(_BAD_SCALAR_INDEX)]))
         else:
             num_blocks = data.draw(_BAD_NUM_BLOCKS)
-            policy = UNKNOWN_POLICY if num_blocks == 1 and type(num_blocks) is int \
-                else self.policy
+            policy = UNKNOWN_POLICY if num_blocks == 1 and type(num_blocks) is int else self.policy
             self.lock.apply(Construct(num_blocks, policy, data.draw(_COIN)))
 
     # ------------------------------------------------------------ fault injection
@@ -251,15 +252,18 @@ class _Machine(RuleBasedStateMachine):
         lock = self.lock
         # A hook is reached only through keys in the right state: start from the drawn
         # hook and take the first one whose keys exist now (touch always can).
-        reaches = {"remove": (_P,), "mark_non_evictable": (_R,),
-                   "mark_evictable": (_P, _L), "touch": ()}
-        order = _HOOK_FAULTS[_HOOK_FAULTS.index(hook):] + _HOOK_FAULTS[:_HOOK_FAULTS.index(hook)]
+        reaches = {
+            "remove": (_P,),
+            "mark_non_evictable": (_R,),
+            "mark_evictable": (_P, _L),
+            "touch": (),
+        }
+        order = _HOOK_FAULTS[_HOOK_FAULTS.index(hook) :] + _HOOK_FAULTS[: _HOOK_FAULTS.index(hook)]
         hook = next(h for h in order if not reaches[h] or lock.keys_in(*reaches[h]))
         if hook == "mark_evictable" and not lock.keys_in(_P):
             call = Call.keys("complete_load", self._keys(data, lock.keys_in(_L), 3))
         elif hook == "remove":
-            call = Call.keys("complete_store", self._keys(data, lock.keys_in(_P), 4),
-                             success=False)
+            call = Call.keys("complete_store", self._keys(data, lock.keys_in(_P), 4), success=False)
         elif hook == "mark_non_evictable":
             call = Call.keys("prepare_load", self._keys(data, lock.keys_in(_R), 3))
         elif hook == "mark_evictable" and (not lock.keys_in(_L) or data.draw(_COIN)):

@@ -144,8 +144,9 @@ def _outcome(method: str, reply: Reply) -> str:
     if method == "prepare_store":
         if value is None:
             return "prepare_store:none"
-        return "prepare_store:evicts" if getattr(value, "evicted_keys", None) else \
-            "prepare_store:ok"
+        return (
+            "prepare_store:evicts" if getattr(value, "evicted_keys", None) else "prepare_store:ok"
+        )
     if method in ("complete_store", "take_events") and not value:
         return f"{method}:empty"
     return f"{method}:ok"
@@ -154,8 +155,14 @@ def _outcome(method: str, reply: Reply) -> str:
 class LockStep:
     """Model and implementation side by side; `apply` one action at a time."""
 
-    def __init__(self, factory: AdapterFactory, policy: str, fault_policy: str | None,
-                 plan: FaultPlan, stats: RunStats | None = None) -> None:
+    def __init__(
+        self,
+        factory: AdapterFactory,
+        policy: str,
+        fault_policy: str | None,
+        plan: FaultPlan,
+        stats: RunStats | None = None,
+    ) -> None:
         self.factory = factory
         self.policy = policy
         self.fault_policy = fault_policy
@@ -198,18 +205,19 @@ class LockStep:
             self._fail(f"{label}: impl.snapshot() returned a {type(snap).__name__}")
         return snap
 
-    def _check_after(self, label: str, snaps: tuple[ManagerSnapshot, ManagerSnapshot] | None
-                     = None) -> None:
+    def _check_after(
+        self, label: str, snaps: tuple[ManagerSnapshot, ManagerSnapshot] | None = None
+    ) -> None:
         """Compare both sides after an action (`snaps`: their snapshots, when already
         taken); remember their snapshots."""
         model, impl = self.model, self.impl
         if model is None:
             raise RuntimeError("a LockStep must Start before any other action")
-        m_snap, i_snap = snaps if snaps is not None else (
-            model.snapshot(), self._impl_snapshot(label))
+        m_snap, i_snap = (
+            snaps if snaps is not None else (model.snapshot(), self._impl_snapshot(label))
+        )
         if m_snap != i_snap:
-            self._fail(f"{label}: snapshots differ (model != impl): "
-                       f"{diff(m_snap, i_snap)}")
+            self._fail(f"{label}: snapshots differ (model != impl): {diff(m_snap, i_snap)}")
         bad = check_snapshot(m_snap)
         if bad:
             self._fail(f"{label}: model snapshot violates {bad} (model bug)")
@@ -221,20 +229,22 @@ class LockStep:
             try:
                 checker()
             except Exception as exc:
-                self._fail(f"{label}: impl.check_invariants() failed: "
-                           f"{type(exc).__name__}: {exc}")
+                self._fail(f"{label}: impl.check_invariants() failed: {type(exc).__name__}: {exc}")
         try:
             counters_i = (impl.num_evictable, impl.num_pending)
         except Exception as exc:
             self._fail(f"{label}: impl counters raised {type(exc).__name__}: {exc}")
         counters_m = (model.num_evictable, model.num_pending)
         if counters_m != counters_i:
-            self._fail(f"{label}: counters (num_evictable, num_pending): model {counters_m} "
-                       f"!= impl {counters_i}")
+            self._fail(
+                f"{label}: counters (num_evictable, num_pending): model {counters_m} "
+                f"!= impl {counters_i}"
+            )
         self.m_snap, self.i_snap = m_snap, i_snap
 
-    def _compare(self, label: str, rm: Reply, ri: Reply,
-                 m_before: ManagerSnapshot, i_before: ManagerSnapshot) -> None:
+    def _compare(
+        self, label: str, rm: Reply, ri: Reply, m_before: ManagerSnapshot, i_before: ManagerSnapshot
+    ) -> None:
         m_after = self._model_snapshot()
         i_after = self._impl_snapshot(label)
         found = judge(rm, ri, m_before, i_before, m_after, i_after)
@@ -310,20 +320,25 @@ class LockStep:
         if fired is None:
             # The hook was not reached k times: an ordinary call, compared as usual.
             rm = _invoke(model, a.call)
-            self.trace.append(f"m.{a.call.text}  # (no fault fired) model {rm.describe()}; "
-                              f"impl {ri.describe()}")
+            self.trace.append(
+                f"m.{a.call.text}  # (no fault fired) model {rm.describe()}; impl {ri.describe()}"
+            )
             self._compare(label, rm, ri, m_before, i_before)
             return
         self.stats.faults_fired += 1
         self.stats.outcomes[f"fault:{a.hook}"] += 1
-        self.trace.append(f"m.{a.call.text}  # policy hook {a.hook!r} raises on call {a.k}; "
-                          f"impl {ri.describe()}; model not stepped")
+        self.trace.append(
+            f"m.{a.call.text}  # policy hook {a.hook!r} raises on call {a.k}; "
+            f"impl {ri.describe()}; model not stepped"
+        )
         if not ri.raised or ri.value is not fired:
             self._fail(f"{label}: impl did not re-raise the injected fault: {ri.describe()}")
         i_after = self._impl_snapshot(label)
         if i_after != i_before:
-            self._fail(f"{label}: impl changed state although the call failed "
-                       f"(before != after): {diff(i_before, i_after)}")
+            self._fail(
+                f"{label}: impl changed state although the call failed "
+                f"(before != after): {diff(i_before, i_after)}"
+            )
         self._check_after(label)
 
     def _construct(self, a: Construct) -> None:
@@ -341,8 +356,13 @@ class LockStep:
         self._check_after(label)
 
 
-def replay(factory: AdapterFactory, policy: str, fault_policy: str | None, plan: FaultPlan,
-           actions: Sequence[Action]) -> ConformanceFailure | None:
+def replay(
+    factory: AdapterFactory,
+    policy: str,
+    fault_policy: str | None,
+    plan: FaultPlan,
+    actions: Sequence[Action],
+) -> ConformanceFailure | None:
     """Run `actions` from scratch; the failure they provoke, or None."""
     lock = LockStep(factory, policy, fault_policy, plan)
     try:

@@ -45,8 +45,9 @@ else:
         """Hypothesis's provider, drawing constants from its built-in pool only (never
         from the constants of whatever local modules happen to be imported)."""
 
-        def _maybe_draw_constant(self, choice_type: Any, constraints: Any, *,
-                                 p: float = 0.05) -> Any:
+        def _maybe_draw_constant(
+            self, choice_type: Any, constraints: Any, *, p: float = 0.05
+        ) -> Any:
             rnd = self._random
             if rnd is None or rnd.random() > p:
                 return None
@@ -54,8 +55,10 @@ else:
             pool = _POOLS.get(key)
             if pool is None:
                 pool = _POOLS[key] = tuple(
-                    c for c in GLOBAL_CONSTANTS.set_for_type(choice_type)
-                    if choice_permitted(c, constraints))
+                    c
+                    for c in GLOBAL_CONSTANTS.set_for_type(choice_type)
+                    if choice_permitted(c, constraints)
+                )
             return rnd.choice(pool) if pool else None
 
     AVAILABLE_PROVIDERS["evictable-reproducible"] = ReproducibleProvider

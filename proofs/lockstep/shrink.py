@@ -69,7 +69,7 @@ class _Shrinker:
             i = 1  # the Start action stays
             while i < len(self.best.actions):
                 acts = self.actions
-                if self._try(acts[:i] + acts[i + chunk:]):
+                if self._try(acts[:i] + acts[i + chunk :]):
                     improved = True
                 else:
                     i += chunk
@@ -82,7 +82,7 @@ class _Shrinker:
         while i < len(self.best.actions):
             for variant in variants(self.best.actions[i]):
                 acts = self.actions
-                if self._try([*acts[:i], variant, *acts[i + 1:]]):
+                if self._try([*acts[:i], variant, *acts[i + 1 :]]):
                     improved = True
                     break
             else:
@@ -93,15 +93,17 @@ class _Shrinker:
         while time.perf_counter() < self.deadline:
             changed = self.drop_chunks()
             changed |= self.simplify_each(
-                lambda a: list(_smaller_starts(a)) if isinstance(a, Start) else [])
+                lambda a: list(_smaller_starts(a)) if isinstance(a, Start) else []
+            )
             changed |= self.simplify_each(_fewer_keys)
             if not changed:
                 break
         return self.best
 
 
-def shrink(probe: Probe, failure: ConformanceFailure, budget_s: float = 20.0
-           ) -> tuple[ConformanceFailure, int]:
+def shrink(
+    probe: Probe, failure: ConformanceFailure, budget_s: float = 20.0
+) -> tuple[ConformanceFailure, int]:
     """The shortest failure found from `failure` by replay, and how many replays it took.
 
     `probe(actions)` replays actions and returns the failure they provoke (or None).

@@ -88,13 +88,13 @@ def membership(lg: Logic, k: KeyView) -> Any:
 
 
 def _same_lists(lg: Logic, a: KeyView, b: KeyView) -> Any:
-    return lg.and_(lg.iff(a.t1, b.t1), lg.iff(a.t2, b.t2), lg.iff(a.b1, b.b1),
-                   lg.iff(a.b2, b.b2))
+    return lg.and_(lg.iff(a.t1, b.t1), lg.iff(a.t2, b.t2), lg.iff(a.b1, b.b1), lg.iff(a.b2, b.b2))
 
 
 def _same(lg: Logic, a: KeyView, b: KeyView) -> Any:
-    return lg.and_(_same_lists(lg, a, b), lg.iff(a.res, b.res),
-                   lg.implies(a.res, _eq_ref(lg, a, b)))
+    return lg.and_(
+        _same_lists(lg, a, b), lg.iff(a.res, b.res), lg.implies(a.res, _eq_ref(lg, a, b))
+    )
 
 
 def _eq_ref(lg: Logic, a: KeyView, b: KeyView) -> Any:
@@ -105,8 +105,18 @@ def _eq_ref(lg: Logic, a: KeyView, b: KeyView) -> Any:
 def _insert(lg: Logic, k: KeyView, n: KeyView, p: Params) -> Any:
     """Store begins (key absent): T1 MRU, out of B1/B2, PENDING."""
     return lg.and_(
-        lg.implies(p.is_x, lg.and_(lg.not_(k.res), n.res, lg.eq(n.ref, -1), n.t1,
-                                   lg.iff(n.t2, k.t2), lg.not_(n.b1), lg.not_(n.b2))),
+        lg.implies(
+            p.is_x,
+            lg.and_(
+                lg.not_(k.res),
+                n.res,
+                lg.eq(n.ref, -1),
+                n.t1,
+                lg.iff(n.t2, k.t2),
+                lg.not_(n.b1),
+                lg.not_(n.b2),
+            ),
+        ),
         lg.implies(lg.not_(p.is_x), _same(lg, k, n)),
     )
 
@@ -114,8 +124,12 @@ def _insert(lg: Logic, k: KeyView, n: KeyView, p: Params) -> Any:
 def _ref_only(expect: int, becomes: int) -> Relation:
     def rel(lg: Logic, k: KeyView, n: KeyView, p: Params) -> Any:
         return lg.and_(
-            lg.implies(p.is_x, lg.and_(k.res, lg.eq(k.ref, expect), n.res,
-                                       lg.eq(n.ref, becomes), _same_lists(lg, k, n))),
+            lg.implies(
+                p.is_x,
+                lg.and_(
+                    k.res, lg.eq(k.ref, expect), n.res, lg.eq(n.ref, becomes), _same_lists(lg, k, n)
+                ),
+            ),
             lg.implies(lg.not_(p.is_x), _same(lg, k, n)),
         )
 
@@ -125,8 +139,18 @@ def _ref_only(expect: int, becomes: int) -> Relation:
 def _abort(lg: Logic, k: KeyView, n: KeyView, p: Params) -> Any:
     """Failed store (PENDING): out of T1/T2, no ghost, absent."""
     return lg.and_(
-        lg.implies(p.is_x, lg.and_(k.res, lg.eq(k.ref, -1), lg.not_(n.res), lg.not_(n.t1),
-                                   lg.not_(n.t2), lg.iff(n.b1, k.b1), lg.iff(n.b2, k.b2))),
+        lg.implies(
+            p.is_x,
+            lg.and_(
+                k.res,
+                lg.eq(k.ref, -1),
+                lg.not_(n.res),
+                lg.not_(n.t1),
+                lg.not_(n.t2),
+                lg.iff(n.b1, k.b1),
+                lg.iff(n.b2, k.b2),
+            ),
+        ),
         lg.implies(lg.not_(p.is_x), _same(lg, k, n)),
     )
 
@@ -135,9 +159,17 @@ def _touch(lg: Logic, k: KeyView, n: KeyView, p: Params) -> Any:
     """Touch: a ready T1 key moves to T2; every other membership stays."""
     promoted = lg.and_(p.is_x, k.t1, lg.ge(k.ref, 0))
     return lg.and_(
-        lg.implies(promoted, lg.and_(lg.not_(n.t1), n.t2, lg.iff(n.b1, k.b1),
-                                     lg.iff(n.b2, k.b2), lg.iff(n.res, k.res),
-                                     _eq_ref(lg, k, n))),
+        lg.implies(
+            promoted,
+            lg.and_(
+                lg.not_(n.t1),
+                n.t2,
+                lg.iff(n.b1, k.b1),
+                lg.iff(n.b2, k.b2),
+                lg.iff(n.res, k.res),
+                _eq_ref(lg, k, n),
+            ),
+        ),
         lg.implies(lg.not_(promoted), _same(lg, k, n)),
     )
 
@@ -147,19 +179,25 @@ def _evict(lg: Logic, k: KeyView, n: KeyView, p: Params) -> Any:
     from_t1 = lg.and_(p.victim, k.t1)
     from_t2 = lg.and_(p.victim, lg.not_(k.t1))
     return lg.and_(
-        lg.implies(p.victim, lg.and_(k.res, lg.eq(k.ref, 0), lg.not_(n.res), lg.not_(n.t1),
-                                     lg.not_(n.t2))),
-        lg.implies(lg.not_(p.victim), lg.and_(lg.iff(n.t1, k.t1), lg.iff(n.t2, k.t2),
-                                              lg.iff(n.res, k.res),
-                                              lg.implies(k.res, _eq_ref(lg, k, n)))),
+        lg.implies(
+            p.victim, lg.and_(k.res, lg.eq(k.ref, 0), lg.not_(n.res), lg.not_(n.t1), lg.not_(n.t2))
+        ),
+        lg.implies(
+            lg.not_(p.victim),
+            lg.and_(
+                lg.iff(n.t1, k.t1),
+                lg.iff(n.t2, k.t2),
+                lg.iff(n.res, k.res),
+                lg.implies(k.res, _eq_ref(lg, k, n)),
+            ),
+        ),
         lg.iff(n.b1, lg.and_(lg.or_(k.b1, from_t1), lg.not_(p.trim1))),
         lg.iff(n.b2, lg.and_(lg.or_(k.b2, from_t2), lg.not_(p.trim2))),
     )
 
 
 def _clear(lg: Logic, k: KeyView, n: KeyView, p: Params) -> Any:
-    return lg.and_(lg.not_(n.t1), lg.not_(n.t2), lg.not_(n.b1), lg.not_(n.b2),
-                   lg.not_(n.res))
+    return lg.and_(lg.not_(n.t1), lg.not_(n.t2), lg.not_(n.b1), lg.not_(n.b2), lg.not_(n.res))
 
 
 RELATIONS: dict[str, Relation] = {
@@ -203,15 +241,18 @@ def inductive_check(relations: dict[str, Relation]) -> Callable[[float], Outcome
 
             def describe(m: Any, event: str = event) -> str:
                 def show(v: KeyView) -> str:
-                    return ", ".join(f"{f}={m.eval(getattr(v, f), model_completion=True)}"
-                                     for f in ("t1", "t2", "b1", "b2", "res", "ref"))
+                    return ", ".join(
+                        f"{f}={m.eval(getattr(v, f), model_completion=True)}"
+                        for f in ("t1", "t2", "b1", "b2", "res", "ref")
+                    )
 
-                return (f"{event}: before [{show(pre)}] after [{show(post)}] "
-                        f"is_x={m.eval(p.is_x, model_completion=True)} "
-                        f"victim={m.eval(p.victim, model_completion=True)}")
+                return (
+                    f"{event}: before [{show(pre)}] after [{show(post)}] "
+                    f"is_x={m.eval(p.is_x, model_completion=True)} "
+                    f"victim={m.eval(p.victim, model_completion=True)}"
+                )
 
-            out = z3_valid(membership(lg, post), timeout_s, describe,
-                           [membership(lg, pre), step])
+            out = z3_valid(membership(lg, post), timeout_s, describe, [membership(lg, pre), step])
             if out.status is not Status.PROVED:
                 return out
             witness = p.victim if event == "evict" else p.is_x
@@ -275,8 +316,10 @@ def _range_check(which: str, broken: bool) -> Callable[[float], Outcome]:
         claim = z3.And(new >= 0, new <= rn)
 
         def describe(m: Any) -> str:
-            return (f"target={m.eval(t)}, N={m.eval(n)}, |B1|={m.eval(b1)}, |B2|={m.eval(b2)}"
-                    f" -> target'={m.eval(new, model_completion=True)}")
+            return (
+                f"target={m.eval(t)}, N={m.eval(n)}, |B1|={m.eval(b1)}, |B2|={m.eval(b2)}"
+                f" -> target'={m.eval(new, model_completion=True)}"
+            )
 
         return z3_valid(claim, timeout_s, describe, pre)
 
@@ -305,16 +348,20 @@ def _encoding_check(
                         zb1, zb2, zn = z3.IntVal(b1), z3.IntVal(b2), z3.IntVal(n)
                         checks = []
                         if b1 >= 1:
-                            checks.append(("b1", b1_hit_term(tz, zb1, zb2, zn),
-                                           b1_fn(float(t), b1, b2, n)))
+                            checks.append(
+                                ("b1", b1_hit_term(tz, zb1, zb2, zn), b1_fn(float(t), b1, b2, n))
+                            )
                         if b2 >= 1:
-                            checks.append(("b2", b2_hit_term(tz, zb1, zb2),
-                                           b2_fn(float(t), b1, b2)))
+                            checks.append(
+                                ("b2", b2_hit_term(tz, zb1, zb2), b2_fn(float(t), b1, b2))
+                            )
                         for which, term, py in checks:
                             exact = _as_fraction(z3, term)
                             if not math.isclose(float(exact), py, rel_tol=1e-12, abs_tol=1e-12):
-                                return refuted(f"{which} hit at target={t}, N={n}, |B1|={b1}, "
-                                               f"|B2|={b2}: z3 {exact} != model {py}")
+                                return refuted(
+                                    f"{which} hit at target={t}, N={n}, |B1|={b1}, "
+                                    f"|B2|={b2}: z3 {exact} != model {py}"
+                                )
         return proved()
 
     return run
@@ -324,11 +371,27 @@ def _leaky_touch(lg: Logic, k: KeyView, n: KeyView, p: Params) -> Any:
     """Broken touch relation: a ready T1 key joins T2 but stays in T1."""
     promoted = lg.and_(p.is_x, k.t1, lg.ge(k.ref, 0))
     return lg.and_(
-        lg.implies(promoted, lg.and_(n.t1, n.t2, lg.iff(n.b1, k.b1), lg.iff(n.b2, k.b2),
-                                     lg.iff(n.res, k.res), lg.eq(n.ref, k.ref))),
-        lg.implies(lg.not_(promoted),
-                   lg.and_(lg.iff(n.t1, k.t1), lg.iff(n.t2, k.t2), lg.iff(n.b1, k.b1),
-                           lg.iff(n.b2, k.b2), lg.iff(n.res, k.res))),
+        lg.implies(
+            promoted,
+            lg.and_(
+                n.t1,
+                n.t2,
+                lg.iff(n.b1, k.b1),
+                lg.iff(n.b2, k.b2),
+                lg.iff(n.res, k.res),
+                lg.eq(n.ref, k.ref),
+            ),
+        ),
+        lg.implies(
+            lg.not_(promoted),
+            lg.and_(
+                lg.iff(n.t1, k.t1),
+                lg.iff(n.t2, k.t2),
+                lg.iff(n.b1, k.b1),
+                lg.iff(n.b2, k.b2),
+                lg.iff(n.res, k.res),
+            ),
+        ),
     )
 
 

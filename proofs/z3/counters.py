@@ -43,25 +43,39 @@ BLOCKS: dict[str, int] = {"quick": 3, "default": 5, "thorough": 6}
 
 
 def _one_block(
-    machine: Machine, ss: StateSort, pre: BlockTerms, post: BlockTerms, choice: Any,
-    name: str, delta: DeltaFn,
+    machine: Machine,
+    ss: StateSort,
+    pre: BlockTerms,
+    post: BlockTerms,
+    choice: Any,
+    name: str,
+    delta: DeltaFn,
 ) -> tuple[list[Any], Any]:
     """One block satisfying Inv either stays (choice 0) or takes row `choice - 1`.
 
     Returns the constraints and the block's contribution to the counter's delta.
     """
     rows = machine.transitions
-    stays = z3.And(choice == 0, post.state == pre.state, post.ref == pre.ref,
-                   post.in_list == pre.in_list)
-    moves = [z3.And(choice == j + 1, transition_term(machine, t, pre, post))
-             for j, t in enumerate(rows)]
-    contribution = z3.Sum([z3.If(choice == j + 1, delta(machine, t)[name], 0)
-                           for j, t in enumerate(rows)])
+    stays = z3.And(
+        choice == 0, post.state == pre.state, post.ref == pre.ref, post.in_list == pre.in_list
+    )
+    moves = [
+        z3.And(choice == j + 1, transition_term(machine, t, pre, post)) for j, t in enumerate(rows)
+    ]
+    contribution = z3.Sum(
+        [z3.If(choice == j + 1, delta(machine, t)[name], 0) for j, t in enumerate(rows)]
+    )
     return [inv_term(machine, ss, pre), z3.Or(stays, *moves)], contribution
 
 
-def _render_moves(model: Any, machine: Machine, ss: StateSort, name: str, delta: DeltaFn,
-                  blocks: list[tuple[str, BlockTerms, BlockTerms, Any]]) -> list[str]:
+def _render_moves(
+    model: Any,
+    machine: Machine,
+    ss: StateSort,
+    name: str,
+    delta: DeltaFn,
+    blocks: list[tuple[str, BlockTerms, BlockTerms, Any]],
+) -> list[str]:
     """Moved blocks, those whose delta disagrees with their state change first."""
     counted = machine.counters[name]
     wrong: list[str] = []
@@ -73,16 +87,21 @@ def _render_moves(model: Any, machine: Machine, ss: StateSort, name: str, delta:
         t = machine.transitions[c - 1]
         actual = int(t.target is counted) - int(t.source is counted)
         given = delta(machine, t)[name]
-        line = (f"block {label}: transition {transition_label(t)} (delta {name} {given:+d}"
-                f"{'' if given == actual else f', but #{counted.name} changes by {actual:+d}'})"
-                f" pre {render_block(model, machine, ss, pre)}"
-                f" -> post {render_block(model, machine, ss, post)}")
+        line = (
+            f"block {label}: transition {transition_label(t)} (delta {name} {given:+d}"
+            f"{'' if given == actual else f', but #{counted.name} changes by {actual:+d}'})"
+            f" pre {render_block(model, machine, ss, pre)}"
+            f" -> post {render_block(model, machine, ss, post)}"
+        )
         (right if given == actual else wrong).append(line)
     return wrong + right
 
 
 def check_counter_step(
-    machine: Machine, name: str, timeout_s: float, delta: DeltaFn = counter_delta,
+    machine: Machine,
+    name: str,
+    timeout_s: float,
+    delta: DeltaFn = counter_delta,
 ) -> Outcome:
     """Unbounded, by induction on the number of blocks in a batch.
 
@@ -104,16 +123,20 @@ def check_counter_step(
 
     def describe(model: Any) -> str:
         moves = _render_moves(model, machine, ss, name, delta, [("b", pre, post, choice)])
-        return (f"counter {name}: adding block b to an accounted batch breaks "
-                f"pre + deltas = #{machine.counters[name].name} after; violated: "
-                f"counter_matches; " + "; ".join(moves or ["block b stays"]))
+        return (
+            f"counter {name}: adding block b to an accounted batch breaks "
+            f"pre + deltas = #{machine.counters[name].name} after; violated: "
+            f"counter_matches; " + "; ".join(moves or ["block b stays"])
+        )
 
-    return z3_valid(claim, timeout_s, describe,
-                    [*constraints, pre_x + delta_x == post_x])
+    return z3_valid(claim, timeout_s, describe, [*constraints, pre_x + delta_x == post_x])
 
 
 def check_counter_batch(
-    machine: Machine, name: str, blocks: int, timeout_s: float,
+    machine: Machine,
+    name: str,
+    blocks: int,
+    timeout_s: float,
     delta: DeltaFn = counter_delta,
 ) -> Outcome:
     """Counter `name` stays equal to the number of blocks in its state over a batch step
@@ -138,12 +161,20 @@ def check_counter_batch(
     after = before + z3.Sum(contributions)
 
     def describe(model: Any) -> str:
-        head = (f"counter {name}: {model.eval(before)} + deltas = "
-                f"{model.eval(after, model_completion=True)}, but "
-                f"{model.eval(count(post), model_completion=True)} blocks are "
-                f"{machine.counters[name].name} after the step; violated: counter_matches")
-        moves = _render_moves(model, machine, ss, name, delta,
-                              [(str(i), pre[i], post[i], choice[i]) for i in range(blocks)])
+        head = (
+            f"counter {name}: {model.eval(before)} + deltas = "
+            f"{model.eval(after, model_completion=True)}, but "
+            f"{model.eval(count(post), model_completion=True)} blocks are "
+            f"{machine.counters[name].name} after the step; violated: counter_matches"
+        )
+        moves = _render_moves(
+            model,
+            machine,
+            ss,
+            name,
+            delta,
+            [(str(i), pre[i], post[i], choice[i]) for i in range(blocks)],
+        )
         return "; ".join([head, *moves])
 
     return z3_valid(after == count(post), timeout_s, describe, assumptions)
@@ -171,24 +202,28 @@ def obligations(level: Level) -> list[Obligation]:
             first = next(r for r in m.transitions if counter_delta(m, r)[name] != 0)
             broken = _missed_update(name)
             control = f"{transition_label(first)} forgetting its {name} update is refuted"
-            out.append(Obligation(
-                f"{m.name}.counters.{name}",
-                f"{name} + Σ counter_delta = #blocks in {state.name} after any batch step "
-                "(induction on the number of blocks: unbounded)",
-                partial(_step, m, name, counter_delta),
-                partial(_step, m, name, broken),
-                control,
-                kind=Kind.UNBOUNDED,
-            ))
-            out.append(Obligation(
-                f"{m.name}.counters.{name}.batch",
-                f"the same for {k} symbolic blocks stepping at once (bounded cross-check)",
-                partial(_batch, m, name, k, counter_delta),
-                partial(_batch, m, name, k, broken),
-                control,
-                kind=Kind.BOUNDED,
-                bounds=f"{k} blocks",
-            ))
+            out.append(
+                Obligation(
+                    f"{m.name}.counters.{name}",
+                    f"{name} + Σ counter_delta = #blocks in {state.name} after any batch step "
+                    "(induction on the number of blocks: unbounded)",
+                    partial(_step, m, name, counter_delta),
+                    partial(_step, m, name, broken),
+                    control,
+                    kind=Kind.UNBOUNDED,
+                )
+            )
+            out.append(
+                Obligation(
+                    f"{m.name}.counters.{name}.batch",
+                    f"the same for {k} symbolic blocks stepping at once (bounded cross-check)",
+                    partial(_batch, m, name, k, counter_delta),
+                    partial(_batch, m, name, k, broken),
+                    control,
+                    kind=Kind.BOUNDED,
+                    bounds=f"{k} blocks",
+                )
+            )
     return out
 
 

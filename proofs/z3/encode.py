@@ -85,6 +85,7 @@ def resolve_hook(hook: HookFn | None) -> HookFn:
     """`hook`, or the table's own derivation `model.lifecycle.derive_hook`."""
     return hook if hook is not None else lifecycle.derive_hook
 
+
 REFERENCE_MACHINES: Mapping[str, Machine] = {m.name: m for m in (CPU_MACHINE, GPU_MACHINE)}
 """The unbroken tables, captured at import: the specification a variant is judged by."""
 
@@ -234,7 +235,8 @@ def config(ss: StateSort, prefix: str) -> Config:
 def concrete_terms(ss: StateSort, phase: Phase, in_list: bool) -> BlockTerms:
     """Z3 values for a concrete block (a missing ref count is encoded as 0)."""
     return BlockTerms(
-        ss.consts[phase.state], z3.IntVal(0 if phase.ref is None else phase.ref),
+        ss.consts[phase.state],
+        z3.IntVal(0 if phase.ref is None else phase.ref),
         z3.BoolVal(in_list),
     )
 
@@ -321,8 +323,10 @@ def stutter_term(machine: Machine, state: State, pre: BlockTerms, post: BlockTer
 def rejects_term(machine: Machine, event: Event, pre: BlockTerms) -> Any:
     """`event` on `pre` raises the table's named error."""
     ss = state_sort(machine)
-    return z3.Or(*[pre.state == ss.consts[r.state] for r in machine.rejections
-                   if r.event is event], z3.BoolVal(False))
+    return z3.Or(
+        *[pre.state == ss.consts[r.state] for r in machine.rejections if r.event is event],
+        z3.BoolVal(False),
+    )
 
 
 def step_term(
@@ -338,12 +342,18 @@ def step_term(
     With `include_rejected`, a rejected pair also relates `pre` to an unchanged `post`
     (the call raises and changes nothing).
     """
-    parts = [transition_term(machine, t, pre, post, hook)
-             for t in machine.transitions if t.event is event]
+    parts = [
+        transition_term(machine, t, pre, post, hook)
+        for t in machine.transitions
+        if t.event is event
+    ]
     parts += [stutter_term(machine, s, pre, post) for s, e in machine.ignored if e is event]
     if include_rejected:
-        parts += [stutter_term(machine, r.state, pre, post)
-                  for r in machine.rejections if r.event is event]
+        parts += [
+            stutter_term(machine, r.state, pre, post)
+            for r in machine.rejections
+            if r.event is event
+        ]
     return z3.Or(*parts, z3.BoolVal(False))
 
 

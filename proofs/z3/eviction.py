@@ -115,8 +115,12 @@ def _evict(b: _Blocks, walk: Walk) -> _Eviction:
         prot = b.protected[q] if walk.from_lru_end else _pick(b.protected, who)
         eligible = z3.Not(prot) if walk.skips_protected else z3.BoolVal(True)
         take = z3.And(valid, eligible, taken < b.want)
-        victim = [z3.Or(victim[i], z3.And(take, who == i)) if not walk.from_lru_end
-                  else (z3.Or(victim[i], take) if i == q else victim[i]) for i in range(b.n)]
+        victim = [
+            z3.Or(victim[i], z3.And(take, who == i))
+            if not walk.from_lru_end
+            else (z3.Or(victim[i], take) if i == q else victim[i])
+            for i in range(b.n)
+        ]
         taken = taken + z3.If(take, 1, 0)
     success = taken == b.want
     after = [z3.And(b.listed(i), z3.Not(z3.And(success, victim[i]))) for i in range(b.n)]
@@ -141,8 +145,10 @@ def _render_eviction(model: Any, b: _Blocks, ev: _Eviction, head: str) -> str:
                 tags.append("TAKEN")
             rows.append(f"block {i} ({', '.join(tags)})")
     ok = z3.is_true(val(ev.success))
-    return (f"evict n={val(b.want)} from list [{'; '.join(rows)}] -> "
-            f"{'success' if ok else 'None'}; violated: {head}")
+    return (
+        f"evict n={val(b.want)} from list [{'; '.join(rows)}] -> "
+        f"{'success' if ok else 'None'}; violated: {head}"
+    )
 
 
 def check_exact_victims(blocks: int, timeout_s: float, walk: Walk = Walk()) -> Outcome:
@@ -155,13 +161,13 @@ def check_exact_victims(blocks: int, timeout_s: float, walk: Walk = Walk()) -> O
         ev.success == (eligible >= b.want),
         z3.Implies(ev.success, chosen == b.want),
         *[z3.Implies(z3.And(ev.success, ev.victim[i]), _eligible(b, i)) for i in range(blocks)],
-        *[ev.listed_after[i] == z3.And(b.listed(i), z3.Not(z3.And(ev.success, ev.victim[i])))
-          for i in range(blocks)],
-        *[z3.Implies(z3.Not(ev.success), ev.listed_after[i] == b.listed(i))
-          for i in range(blocks)],
+        *[
+            ev.listed_after[i] == z3.And(b.listed(i), z3.Not(z3.And(ev.success, ev.victim[i])))
+            for i in range(blocks)
+        ],
+        *[z3.Implies(z3.Not(ev.success), ev.listed_after[i] == b.listed(i)) for i in range(blocks)],
     )
-    return z3_valid(claim, timeout_s,
-                    lambda m: _render_eviction(m, b, ev, "exact_victims"), facts)
+    return z3_valid(claim, timeout_s, lambda m: _render_eviction(m, b, ev, "exact_victims"), facts)
 
 
 def check_least_recent(blocks: int, timeout_s: float, walk: Walk = Walk()) -> Outcome:
@@ -170,12 +176,16 @@ def check_least_recent(blocks: int, timeout_s: float, walk: Walk = Walk()) -> Ou
     ev = _evict(b, walk)
     claims = []
     for i in range(blocks):
-        older = z3.Sum([z3.If(z3.And(_eligible(b, j), b.ts[j] < b.ts[i]), 1, 0)
-                        for j in range(blocks) if j != i])
+        older = z3.Sum(
+            [
+                z3.If(z3.And(_eligible(b, j), b.ts[j] < b.ts[i]), 1, 0)
+                for j in range(blocks)
+                if j != i
+            ]
+        )
         claims.append(ev.victim[i] == z3.And(_eligible(b, i), older < b.want))
     claim = z3.Implies(ev.success, z3.And(*claims))
-    return z3_valid(claim, timeout_s,
-                    lambda m: _render_eviction(m, b, ev, "least_recent"), facts)
+    return z3_valid(claim, timeout_s, lambda m: _render_eviction(m, b, ev, "least_recent"), facts)
 
 
 # ------------------------------------------------------------------ list order
@@ -200,9 +210,12 @@ class _List:
     def ordered(self) -> Any:
         """Recency order: ascending timestamps, all older than the clock."""
         return z3.And(
-            self.length >= 0, self.length <= self.n,
-            *[z3.Implies(p + 1 < self.length, self.ts[p] < self.ts[p + 1])
-              for p in range(self.n - 1)],
+            self.length >= 0,
+            self.length <= self.n,
+            *[
+                z3.Implies(p + 1 < self.length, self.ts[p] < self.ts[p + 1])
+                for p in range(self.n - 1)
+            ],
             *[z3.Implies(p < self.length, self.ts[p] < self.clock) for p in range(self.n)],
         )
 
@@ -213,8 +226,12 @@ class _List:
 
 
 def _list(prefix: str, n: int) -> _List:
-    return _List(n, z3.Int(f"{prefix}.len"), [z3.Int(f"{prefix}.ts{p}") for p in range(n)],
-                 z3.Int(f"{prefix}.clock"))
+    return _List(
+        n,
+        z3.Int(f"{prefix}.len"),
+        [z3.Int(f"{prefix}.ts{p}") for p in range(n)],
+        z3.Int(f"{prefix}.clock"),
+    )
 
 
 def _list_step(op: str, pre: _List, post: _List, k: Any, ops: ListOps) -> list[Any]:
@@ -239,8 +256,11 @@ def _list_step(op: str, pre: _List, post: _List, k: Any, ops: ListOps) -> list[A
         facts += [post.length == pre.length - 1, post.clock == pre.clock]
         last = _pick(pre.ts, pre.length - 1)
         for p in range(n):
-            moved = z3.If(p < k, pre.ts[p], nxt(p)) if ops.remove_shifts else \
-                z3.If(p == k, last, pre.ts[p])
+            moved = (
+                z3.If(p < k, pre.ts[p], nxt(p))
+                if ops.remove_shifts
+                else z3.If(p == k, last, pre.ts[p])
+            )
             facts.append(post.ts[p] == moved)
         return facts
     facts += [post.length == pre.length, post.clock == pre.clock + 1]
@@ -260,11 +280,14 @@ def check_list_order(op: str, blocks: int, timeout_s: float, ops: ListOps = List
 
     def describe(model: Any) -> str:
         at = "" if op == "mark_evictable" else f" at position {model.eval(k)}"
-        return (f"{op}{at} (clock {model.eval(pre.clock)}): list timestamps {pre.render(model)}"
-                f" -> {post.render(model)}; violated: list_in_recency_order")
+        return (
+            f"{op}{at} (clock {model.eval(pre.clock)}): list timestamps {pre.render(model)}"
+            f" -> {post.render(model)}; violated: list_in_recency_order"
+        )
 
-    return z3_valid(post.ordered(), timeout_s, describe,
-                    [pre.ordered(), *_list_step(op, pre, post, k, ops)])
+    return z3_valid(
+        post.ordered(), timeout_s, describe, [pre.ordered(), *_list_step(op, pre, post, k, ops)]
+    )
 
 
 # ------------------------------------------------------------------ obligations
@@ -279,30 +302,50 @@ def obligations(level: Level) -> list[Obligation]:
 
 def _eviction_obligations(n: int, ok: Walk, lo: ListOps) -> list[Obligation]:
     return [
-        _ob("eviction.lru.exact_victims",
+        _ob(
+            "eviction.lru.exact_victims",
             f"walking the evictable list ({n} blocks) takes exactly n listed unprotected "
             "victims, or fails with no change when fewer exist",
-            check_exact_victims, {"blocks": n, "walk": ok},
+            check_exact_victims,
+            {"blocks": n, "walk": ok},
             {"blocks": n, "walk": replace(ok, skips_protected=False)},
-            "an eviction that ignores protection is refuted", f"N={n} blocks"),
-        _ob("eviction.lru.least_recent",
+            "an eviction that ignores protection is refuted",
+            f"N={n} blocks",
+        ),
+        _ob(
+            "eviction.lru.least_recent",
             f"the victims are exactly the n least-recent eligible blocks ({n} blocks)",
-            check_least_recent, {"blocks": n, "walk": ok},
+            check_least_recent,
+            {"blocks": n, "walk": ok},
             {"blocks": n, "walk": replace(ok, from_lru_end=False)},
-            "an eviction that walks from the most-recent end is refuted", f"N={n} blocks"),
-        _ob("eviction.lru.order.mark_evictable",
+            "an eviction that walks from the most-recent end is refuted",
+            f"N={n} blocks",
+        ),
+        _ob(
+            "eviction.lru.order.mark_evictable",
             f"appending at the most-recent end keeps the list in recency order ({n} blocks)",
-            check_list_order, {"op": "mark_evictable", "blocks": n, "ops": lo},
+            check_list_order,
+            {"op": "mark_evictable", "blocks": n, "ops": lo},
             {"op": "mark_evictable", "blocks": n, "ops": replace(lo, append_at_mru_end=False)},
-            "mark_evictable inserting at the least-recent end is refuted", f"N={n} blocks"),
-        _ob("eviction.lru.order.remove",
+            "mark_evictable inserting at the least-recent end is refuted",
+            f"N={n} blocks",
+        ),
+        _ob(
+            "eviction.lru.order.remove",
             f"removing an entry keeps the list in recency order ({n} blocks)",
-            check_list_order, {"op": "remove", "blocks": n, "ops": lo},
+            check_list_order,
+            {"op": "remove", "blocks": n, "ops": lo},
             {"op": "remove", "blocks": n, "ops": replace(lo, remove_shifts=False)},
-            "a remove that swaps the last entry into the hole is refuted", f"N={n} blocks"),
-        _ob("eviction.lru.order.touch",
+            "a remove that swaps the last entry into the hole is refuted",
+            f"N={n} blocks",
+        ),
+        _ob(
+            "eviction.lru.order.touch",
             f"touch moves the entry to the most-recent end, keeping recency order ({n} blocks)",
-            check_list_order, {"op": "touch", "blocks": n, "ops": lo},
+            check_list_order,
+            {"op": "touch", "blocks": n, "ops": lo},
             {"op": "touch", "blocks": n, "ops": replace(lo, touch_moves=False)},
-            "a touch that refreshes the timestamp in place is refuted", f"N={n} blocks"),
+            "a touch that refreshes the timestamp in place is refuted",
+            f"N={n} blocks",
+        ),
     ]

@@ -105,15 +105,13 @@ def well_formed(s: QState, exact: int | None = None) -> Any:
     w = walk(s, z3.IntVal(s.head), k + 1)
     cases = []
     for c in range(k + 1) if exact is None else [exact]:
-        body = w[1:c + 1]
+        body = w[1 : c + 1]
         parts = [w[c + 1] == s.tail]
         parts += [is_block(s, x) for x in body]
         if c >= 2:
             parts.append(z3.Distinct(*body))
         parts += [z3.Select(s.prv, w[j + 1]) == w[j] for j in range(c + 1)]
-        parts += [
-            z3.Select(s.linked, i) == z3.Or(False, *(x == i for x in body)) for i in range(k)
-        ]
+        parts += [z3.Select(s.linked, i) == z3.Or(False, *(x == i for x in body)) for i in range(k)]
         if exact is None:
             cases.append(z3.Implies(s.count == c, z3.And(*parts)))
         else:
@@ -126,9 +124,12 @@ def well_formed(s: QState, exact: int | None = None) -> Any:
         for i in range(k)
     ]
     return z3.And(
-        s.count >= 0, s.count <= k,
-        z3.Select(s.prv, s.head) == NIL, z3.Select(s.nxt, s.tail) == NIL,
-        *cases, *unlinked_nil,
+        s.count >= 0,
+        s.count <= k,
+        z3.Select(s.prv, s.head) == NIL,
+        z3.Select(s.nxt, s.tail) == NIL,
+        *cases,
+        *unlinked_nil,
     )
 
 
@@ -208,8 +209,10 @@ def _describe(s: QState, post: QState | None = None) -> Callable[[Any], str]:
         def order(q: QState) -> str:
             ev = model.eval
             c = ev(q.count, model_completion=True).as_long()
-            items = [str(ev(x, model_completion=True)) for x in
-                     walk(q, z3.IntVal(q.head), max(0, min(c, q.k)) + 1)[1:]]
+            items = [
+                str(ev(x, model_completion=True))
+                for x in walk(q, z3.IntVal(q.head), max(0, min(c, q.k)) + 1)[1:]
+            ]
             links = ", ".join(
                 f"{i}:{ev(z3.Select(q.prv, i), model_completion=True)}<>"
                 f"{ev(z3.Select(q.nxt, i), model_completion=True)}"
@@ -242,26 +245,49 @@ def check_wf(op: str, k: int, broken: bool, timeout_s: float) -> Outcome:
     s = fresh(k, "pre")
     w = walk(s, z3.IntVal(s.head), k + 1)
     for c in range(k + 1):
-        pre_order = w[1:c + 1]
+        pre_order = w[1 : c + 1]
         cases: list[tuple[list[Any], Any, QState]] = []  # (assumptions, claim, post)
         if op == "popleft" and c >= 1:
             post, got = op_popleft(s, broken)
-            cases.append(([], z3.And(got == pre_order[0],
-                                     order_is(post, c - 1, pre_order[1:]),
-                                     well_formed(post, c - 1)), post))
+            cases.append(
+                (
+                    [],
+                    z3.And(
+                        got == pre_order[0],
+                        order_is(post, c - 1, pre_order[1:]),
+                        well_formed(post, c - 1),
+                    ),
+                    post,
+                )
+            )
         elif op == "remove":
             b = z3.Int("b")
             post = op_remove(s, b, broken)
             for p in range(c):
-                cases.append(([pre_order[p] == b], z3.And(
-                    well_formed(post, c - 1),
-                    order_is(post, c - 1, pre_order[:p] + pre_order[p + 1:])), post))
+                cases.append(
+                    (
+                        [pre_order[p] == b],
+                        z3.And(
+                            well_formed(post, c - 1),
+                            order_is(post, c - 1, pre_order[:p] + pre_order[p + 1 :]),
+                        ),
+                        post,
+                    )
+                )
         elif op == "popleft_n":
             for m in range(c + 1):
                 post, out = op_popleft_n(s, m, broken)
-                cases.append(([], z3.And(
-                    *(x == y for x, y in zip(out, pre_order, strict=False)),
-                    well_formed(post, c - m), order_is(post, c - m, pre_order[m:])), post))
+                cases.append(
+                    (
+                        [],
+                        z3.And(
+                            *(x == y for x, y in zip(out, pre_order, strict=False)),
+                            well_formed(post, c - m),
+                            order_is(post, c - m, pre_order[m:]),
+                        ),
+                        post,
+                    )
+                )
         elif op in ("append", "prepend", "append_n", "prepend_n"):
             sizes = [1] if op in ("append", "prepend") else list(range(0, k - c + 1))
             for m in sizes:
@@ -271,11 +297,13 @@ def check_wf(op: str, k: int, broken: bool, timeout_s: float) -> Outcome:
                 link = op_append_n if op.startswith("append") else op_prepend_n
                 post = link(s, bs, broken)
                 want = pre_order + bs if op.startswith("append") else bs + pre_order
-                cases.append((pre, z3.And(well_formed(post, c + m),
-                                          order_is(post, c + m, want)), post))
+                cases.append(
+                    (pre, z3.And(well_formed(post, c + m), order_is(post, c + m, want)), post)
+                )
         for pre, claim, post in cases:
-            found = z3_valid(claim, timeout_s, _describe(s, post),
-                             assumptions=[well_formed(s, c), *pre])
+            found = z3_valid(
+                claim, timeout_s, _describe(s, post), assumptions=[well_formed(s, c), *pre]
+            )
             if found.status is not Status.PROVED:
                 return found
     return Outcome(Status.PROVED)
@@ -294,12 +322,15 @@ def check_iter(k: int, broken: bool, timeout_s: float) -> Outcome:
             ys = [first]
             for _ in range(c - p):
                 ys.append(z3.Select(s.nxt, ys[-1]))
-            suffix = w[p + 1:c + 1]
-            yielded = z3.And(*(y == x for y, x in zip(ys, suffix, strict=False)),
-                             *(y != s.tail for y in ys[:c - p]))
+            suffix = w[p + 1 : c + 1]
+            yielded = z3.And(
+                *(y == x for y, x in zip(ys, suffix, strict=False)),
+                *(y != s.tail for y in ys[: c - p]),
+            )
             at_cursor = z3.BoolVal(True) if p == 0 else w[p] == cursor
-            claims.append(z3.Implies(z3.And(s.count == c, at_cursor),
-                                     z3.And(yielded, ys[c - p] == s.tail)))
+            claims.append(
+                z3.Implies(z3.And(s.count == c, at_cursor), z3.And(yielded, ys[c - p] == s.tail))
+            )
     return z3_valid(z3.And(*claims), timeout_s, _describe(s), assumptions=[well_formed(s)])
 
 
@@ -320,8 +351,10 @@ def check_generation(k: int, broken: bool, timeout_s: float) -> Outcome:
 
     def describe(model: Any) -> str:
         ev = model.eval
-        return (f"b={ev(b)} cursor holds {ev(held)}, stamp after relink "
-                f"{ev(z3.Select(gen2, b), model_completion=True)}")
+        return (
+            f"b={ev(b)} cursor holds {ev(held)}, stamp after relink "
+            f"{ev(z3.Select(gen2, b), model_completion=True)}"
+        )
 
     return z3_valid(claim, timeout_s, describe, assumptions=pre)
 
@@ -379,8 +412,10 @@ def check_table(t: Transition, k: int, hook: Hook, timeout_s: float) -> Outcome:
     ref2 = z3.Store(ref, b, new_ref)
     if hook is Hook.FLAG_ON:  # hashed blocks join at the back, others at the front
         back, front = op_append_n(s, [b]), op_prepend_n(s, [b])
-        claim = z3.And(z3.Implies(z3.Select(hashed, b), inv(back, ref2)),
-                       z3.Implies(z3.Not(z3.Select(hashed, b)), inv(front, ref2)))
+        claim = z3.And(
+            z3.Implies(z3.Select(hashed, b), inv(back, ref2)),
+            z3.Implies(z3.Not(z3.Select(hashed, b)), inv(front, ref2)),
+        )
         post = back
     elif hook is Hook.FLAG_OFF:
         if t.event is GpuEvent.ALLOCATE:
@@ -415,61 +450,72 @@ def obligations(level: Level) -> list[Obligation]:
     k = BOUNDS[level]
     obs: list[Obligation] = []
     for op in _WF_OPS:
-        obs.append(Obligation(
-            name=f"free_queue.wf.{op}",
-            statement=f"{op} keeps the queue well formed and yields the intended order "
-                      f"(K={k})",
-            check=partial(check_wf, op, k, False),
-            negative=partial(check_wf, op, k, True),
-            negative_statement=f"{_BROKEN[op]} is refuted",
+        obs.append(
+            Obligation(
+                name=f"free_queue.wf.{op}",
+                statement=f"{op} keeps the queue well formed and yields the intended order (K={k})",
+                check=partial(check_wf, op, k, False),
+                negative=partial(check_wf, op, k, True),
+                negative_statement=f"{_BROKEN[op]} is refuted",
+                tags=("z3", "gpu", "free_queue"),
+                kind=Kind.BOUNDED,
+                bounds=f"K={k} blocks",
+            )
+        )
+    obs.append(
+        Obligation(
+            name="free_queue.nonvacuity",
+            statement=f"a well-formed queue exists for every count 0..{k} "
+            "(no claim holds vacuously)",
+            check=partial(check_nonvacuity, k, False),
+            negative=partial(check_nonvacuity, k, True),
+            negative_statement=f"no well-formed queue has {k + 1} of {k} blocks",
             tags=("z3", "gpu", "free_queue"),
             kind=Kind.BOUNDED,
             bounds=f"K={k} blocks",
-        ))
-    obs.append(Obligation(
-        name="free_queue.nonvacuity",
-        statement=f"a well-formed queue exists for every count 0..{k} (no claim holds vacuously)",
-        check=partial(check_nonvacuity, k, False),
-        negative=partial(check_nonvacuity, k, True),
-        negative_statement=f"no well-formed queue has {k + 1} of {k} blocks",
-        tags=("z3", "gpu", "free_queue"),
-        kind=Kind.BOUNDED,
-        bounds=f"K={k} blocks",
-    ))
-    obs.append(Obligation(
-        name="free_queue.iter_blocks_after",
-        statement=f"the walk after a cursor yields exactly the suffix after it, in order (K={k})",
-        check=lambda to: check_iter(k, False, to),
-        negative=lambda to: check_iter(k, True, to),
-        negative_statement="a walk that yields the cursor block itself is refuted",
-        tags=("z3", "gpu", "free_queue"),
-        kind=Kind.BOUNDED,
-        bounds=f"K={k} blocks",
-    ))
-    obs.append(Obligation(
-        name="free_queue.cursor_generation",
-        statement="a block that leaves and rejoins gets a stamp no earlier cursor holds",
-        check=lambda to: check_generation(k, False, to),
-        negative=lambda to: check_generation(k, True, to),
-        negative_statement="relinking that keeps the old stamp is refuted",
-        tags=("z3", "gpu", "free_queue"),
-        kind=Kind.BOUNDED,
-        bounds=f"K={k} blocks",
-    ))
+        )
+    )
+    obs.append(
+        Obligation(
+            name="free_queue.iter_blocks_after",
+            statement=f"the walk after a cursor yields exactly the suffix after it, in order "
+            f"(K={k})",
+            check=lambda to: check_iter(k, False, to),
+            negative=lambda to: check_iter(k, True, to),
+            negative_statement="a walk that yields the cursor block itself is refuted",
+            tags=("z3", "gpu", "free_queue"),
+            kind=Kind.BOUNDED,
+            bounds=f"K={k} blocks",
+        )
+    )
+    obs.append(
+        Obligation(
+            name="free_queue.cursor_generation",
+            statement="a block that leaves and rejoins gets a stamp no earlier cursor holds",
+            check=lambda to: check_generation(k, False, to),
+            negative=lambda to: check_generation(k, True, to),
+            negative_statement="relinking that keeps the old stamp is refuted",
+            tags=("z3", "gpu", "free_queue"),
+            kind=Kind.BOUNDED,
+            bounds=f"K={k} blocks",
+        )
+    )
     for t in GPU_MACHINE.transitions:
         hook = derive_hook(GPU_MACHINE, t)
         label = f"{t.event.value}.{t.source.name}->{t.target.name}"
         if t.guard is not RefGuard.ANY:
             label += f"[{t.guard.name.lower()}]"
-        obs.append(Obligation(
-            name=f"free_queue.table.{label}",
-            statement=f"GPU row {label} with derived hook {GPU_MACHINE.hook_name(hook)} keeps "
-                      f"the queue well formed and linked ⇔ ref_cnt == 0 (K={k})",
-            check=partial(check_table, t, k, hook),
-            negative=partial(check_table, t, k, _wrong_hook(hook)),
-            negative_statement=f"row {label} with the wrong queue hook is refuted",
-            tags=("z3", "gpu", "free_queue"),
-            kind=Kind.BOUNDED,
-            bounds=f"K={k} blocks",
-        ))
+        obs.append(
+            Obligation(
+                name=f"free_queue.table.{label}",
+                statement=f"GPU row {label} with derived hook {GPU_MACHINE.hook_name(hook)} keeps "
+                f"the queue well formed and linked ⇔ ref_cnt == 0 (K={k})",
+                check=partial(check_table, t, k, hook),
+                negative=partial(check_table, t, k, _wrong_hook(hook)),
+                negative_statement=f"row {label} with the wrong queue hook is refuted",
+                tags=("z3", "gpu", "free_queue"),
+                kind=Kind.BOUNDED,
+                bounds=f"K={k} blocks",
+            )
+        )
     return obs

@@ -59,10 +59,16 @@ def _state(z3: Any, n: int, i: int) -> _State:
         return [sort(f"{name}_{i}_{b}") for b in range(n)]
 
     return _State(
-        linked=vec("linked", z3.Bool), ref=vec("ref", z3.Int), pos=vec("pos", z3.Int),
-        stamp=vec("stamp", z3.Int), hashed=vec("hashed", z3.Bool),
-        need=vec("need", z3.Bool), visited=vec("visited", z3.Bool),
-        gen=z3.Int(f"gen_{i}"), lo=z3.Int(f"lo_{i}"), hi=z3.Int(f"hi_{i}"),
+        linked=vec("linked", z3.Bool),
+        ref=vec("ref", z3.Int),
+        pos=vec("pos", z3.Int),
+        stamp=vec("stamp", z3.Int),
+        hashed=vec("hashed", z3.Bool),
+        need=vec("need", z3.Bool),
+        visited=vec("visited", z3.Bool),
+        gen=z3.Int(f"gen_{i}"),
+        lo=z3.Int(f"lo_{i}"),
+        hi=z3.Int(f"hi_{i}"),
     )
 
 
@@ -73,24 +79,32 @@ def _well_formed(z3: Any, s: _State, n: int) -> list[Any]:
             s.ref[b] >= 0,
             s.linked[b] == (s.ref[b] == 0),
             z3.Implies(s.need[b], s.hashed[b]),
-            z3.Implies(s.linked[b], z3.And(s.lo < s.pos[b], s.pos[b] < s.hi,
-                                           s.stamp[b] >= 0, s.stamp[b] < s.gen)),
+            z3.Implies(
+                s.linked[b],
+                z3.And(s.lo < s.pos[b], s.pos[b] < s.hi, s.stamp[b] >= 0, s.stamp[b] < s.gen),
+            ),
         ]
         for c in range(b + 1, n):
             both = z3.And(s.linked[b], s.linked[c])
-            out.append(z3.Implies(both, z3.And(s.pos[b] != s.pos[c],
-                                               s.stamp[b] != s.stamp[c])))
+            out.append(z3.Implies(both, z3.And(s.pos[b] != s.pos[c], s.stamp[b] != s.stamp[c])))
     return out
 
 
 def _complete_after(z3: Any, s: _State, n: int, cursor: Any) -> Any:
     """Every linked block at or before the cursor that needs offloading was visited."""
-    return z3.And(*[
-        z3.Implies(z3.And(s.linked[b], s.need[b],
-                          z3.Or(*[z3.And(cursor == c, s.pos[b] <= s.pos[c]) for c in range(n)])),
-                   s.visited[b])
-        for b in range(n)
-    ])
+    return z3.And(
+        *[
+            z3.Implies(
+                z3.And(
+                    s.linked[b],
+                    s.need[b],
+                    z3.Or(*[z3.And(cursor == c, s.pos[b] <= s.pos[c]) for c in range(n)]),
+                ),
+                s.visited[b],
+            )
+            for b in range(n)
+        ]
+    )
 
 
 def _step(z3: Any, a: _State, b: _State, n: int, op: Any, t: Any) -> Any:
@@ -105,33 +119,83 @@ def _step(z3: Any, a: _State, b: _State, n: int, op: Any, t: Any) -> Any:
         every = ("linked", "ref", "pos", "stamp", "hashed", "need", "visited")
         keep_x = {f: getattr(b, f)[x] == getattr(a, f)[x] for f in every}
         keep_globals = [b.gen == a.gen, b.lo == a.lo, b.hi == a.hi]
-        front = z3.And(a.linked[x], *[z3.Implies(a.linked[j], a.pos[x] <= a.pos[j])
-                                      for j in same])
-        allocate = z3.And(front, b.linked[x] == False, b.ref[x] == 1,  # noqa: E712
-                          b.hashed[x] == False, b.need[x] == False,  # noqa: E712
-                          keep_x["pos"], keep_x["stamp"], keep_x["visited"],
-                          *frame(every), *keep_globals)
-        touch = z3.And(b.ref[x] == a.ref[x] + 1, b.linked[x] == False,  # noqa: E712
-                       keep_x["pos"], keep_x["stamp"], keep_x["hashed"], keep_x["need"],
-                       keep_x["visited"], *frame(every), *keep_globals)
+        front = z3.And(a.linked[x], *[z3.Implies(a.linked[j], a.pos[x] <= a.pos[j]) for j in same])
+        allocate = z3.And(
+            front,
+            b.linked[x] == False,  # noqa: E712
+            b.ref[x] == 1,
+            b.hashed[x] == False,  # noqa: E712
+            b.need[x] == False,  # noqa: E712
+            keep_x["pos"],
+            keep_x["stamp"],
+            keep_x["visited"],
+            *frame(every),
+            *keep_globals,
+        )
+        touch = z3.And(
+            b.ref[x] == a.ref[x] + 1,
+            b.linked[x] == False,  # noqa: E712
+            keep_x["pos"],
+            keep_x["stamp"],
+            keep_x["hashed"],
+            keep_x["need"],
+            keep_x["visited"],
+            *frame(every),
+            *keep_globals,
+        )
         relink = a.ref[x] == 1
         free = z3.And(
-            a.ref[x] >= 1, b.ref[x] == a.ref[x] - 1, keep_x["hashed"], keep_x["need"],
-            z3.If(relink,
-                  z3.And(b.linked[x], b.stamp[x] == a.gen, b.gen == a.gen + 1,
-                         b.visited[x] == False,  # noqa: E712
-                         z3.If(a.hashed[x],
-                               z3.And(b.pos[x] == a.hi, b.hi == a.hi + 1, b.lo == a.lo),
-                               z3.And(b.pos[x] == a.lo, b.lo == a.lo - 1, b.hi == a.hi))),
-                  z3.And(keep_x["linked"], keep_x["pos"], keep_x["stamp"], keep_x["visited"],
-                         *keep_globals)),
-            *frame(every))
-        cache = z3.And(a.ref[x] >= 1, z3.Not(a.hashed[x]), b.hashed[x], b.need[x],
-                       keep_x["linked"], keep_x["ref"], keep_x["pos"], keep_x["stamp"],
-                       keep_x["visited"], *frame(every), *keep_globals)
-        cases.append(z3.And(t == x, z3.Or(
-            z3.And(op == 0, allocate), z3.And(op == 1, touch),
-            z3.And(op == 2, free), z3.And(op == 3, cache))))
+            a.ref[x] >= 1,
+            b.ref[x] == a.ref[x] - 1,
+            keep_x["hashed"],
+            keep_x["need"],
+            z3.If(
+                relink,
+                z3.And(
+                    b.linked[x],
+                    b.stamp[x] == a.gen,
+                    b.gen == a.gen + 1,
+                    b.visited[x] == False,  # noqa: E712
+                    z3.If(
+                        a.hashed[x],
+                        z3.And(b.pos[x] == a.hi, b.hi == a.hi + 1, b.lo == a.lo),
+                        z3.And(b.pos[x] == a.lo, b.lo == a.lo - 1, b.hi == a.hi),
+                    ),
+                ),
+                z3.And(
+                    keep_x["linked"],
+                    keep_x["pos"],
+                    keep_x["stamp"],
+                    keep_x["visited"],
+                    *keep_globals,
+                ),
+            ),
+            *frame(every),
+        )
+        cache = z3.And(
+            a.ref[x] >= 1,
+            z3.Not(a.hashed[x]),
+            b.hashed[x],
+            b.need[x],
+            keep_x["linked"],
+            keep_x["ref"],
+            keep_x["pos"],
+            keep_x["stamp"],
+            keep_x["visited"],
+            *frame(every),
+            *keep_globals,
+        )
+        cases.append(
+            z3.And(
+                t == x,
+                z3.Or(
+                    z3.And(op == 0, allocate),
+                    z3.And(op == 1, touch),
+                    z3.And(op == 2, free),
+                    z3.And(op == 3, cache),
+                ),
+            )
+        )
     return z3.Or(*cases)
 
 
@@ -146,12 +210,18 @@ def _system(z3: Any, n: int, k: int) -> _System:
     s0 = states[0]
     facts = [*_well_formed(z3, s0, n), z3.And(cursor >= 0, cursor < n)]
     for c in range(n):
-        facts.append(z3.Implies(cursor == c, z3.And(s0.linked[c], s0.stamp[c] == gen0,
-                                                   s0.visited[c])))
+        facts.append(
+            z3.Implies(cursor == c, z3.And(s0.linked[c], s0.stamp[c] == gen0, s0.visited[c]))
+        )
     facts.append(_complete_after(z3, s0, n, cursor))
     for i in range(k):
-        facts += [ops[i] >= 0, ops[i] < len(OPS), targets[i] >= 0, targets[i] < n,
-                  _step(z3, states[i], states[i + 1], n, ops[i], targets[i])]
+        facts += [
+            ops[i] >= 0,
+            ops[i] < len(OPS),
+            targets[i] >= 0,
+            targets[i] < n,
+            _step(z3, states[i], states[i + 1], n, ops[i], targets[i]),
+        ]
     return states, ops, targets, cursor, gen0, facts
 
 
@@ -162,8 +232,7 @@ def _claim(z3: Any, s: _State, n: int, cursor: Any, gen0: Any, validation: Valid
         return z3.Implies(resumes, _complete_after(z3, s, n, cursor))
     in_use = z3.Or(*[z3.And(at[c], s.ref[c] > 0) for c in range(n)])
     linked = z3.Or(*[z3.And(at[c], s.linked[c]) for c in range(n)])
-    whole = z3.And(*[z3.Implies(z3.And(s.linked[b], s.need[b]), s.visited[b])
-                     for b in range(n)])
+    whole = z3.And(*[z3.Implies(z3.And(s.linked[b], s.need[b]), s.visited[b]) for b in range(n)])
     return z3.If(in_use, True, z3.If(linked, _complete_after(z3, s, n, cursor), whole))
 
 
@@ -182,8 +251,13 @@ def pool_ops_keep_scan_complete(
                 return alive
             claim = _claim(z3, states[-1], n, cursor, gen0, validation)
 
-            def describe(m: Any, states: list[_State] = states, ops: list[Any] = ops,
-                         targets: list[Any] = targets, cursor: Any = cursor) -> str:
+            def describe(
+                m: Any,
+                states: list[_State] = states,
+                ops: list[Any] = ops,
+                targets: list[Any] = targets,
+                cursor: Any = cursor,
+            ) -> str:
                 return _describe(m, states, ops, targets, cursor, n)
 
             out = z3_valid(claim, timeout_s, describe, facts)
@@ -194,8 +268,9 @@ def pool_ops_keep_scan_complete(
     return run
 
 
-def _describe(m: Any, states: list[_State], ops: list[Any], targets: list[Any], cursor: Any,
-              n: int) -> str:
+def _describe(
+    m: Any, states: list[_State], ops: list[Any], targets: list[Any], cursor: Any, n: int
+) -> str:
     def queue(s: _State) -> str:
         linked = [b for b in range(n) if m.eval(s.linked[b], model_completion=True)]
         linked.sort(key=lambda b: m.eval(s.pos[b], model_completion=True).as_long())
@@ -207,8 +282,10 @@ def _describe(m: Any, states: list[_State], ops: list[Any], targets: list[Any], 
         return "[" + " ".join(cells) + "]"
 
     c = m.eval(cursor, model_completion=True).as_long()
-    lines = [f"cursor on block {c}; queue front to back (! needs offload, + visited)",
-             f"   before: {queue(states[0])}"]
+    lines = [
+        f"cursor on block {c}; queue front to back (! needs offload, + visited)",
+        f"   before: {queue(states[0])}",
+    ]
     for i, (op, t) in enumerate(zip(ops, targets, strict=True)):
         name = OPS[m.eval(op, model_completion=True).as_long()]
         block = m.eval(t, model_completion=True).as_long()
@@ -223,7 +300,7 @@ def obligations(level: str) -> list[Obligation]:
         Obligation(
             name="lazy.z3.pool_ops_keep_scan_complete",
             statement=f"generation validation: from any state satisfying scan completeness "
-                      f"({n} blocks), up to {k} pool operations keep it",
+            f"({n} blocks), up to {k} pool operations keep it",
             check=pool_ops_keep_scan_complete(n, k, Validation.GENERATION),
             negative=pool_ops_keep_scan_complete(n, k, Validation.REFCOUNT),
             negative_statement="ref-count-only validation: some pool operations break it",
@@ -232,4 +309,3 @@ def obligations(level: str) -> list[Obligation]:
             bounds=f"{n} blocks, up to {k} pool operations",
         ),
     ]
-

@@ -97,8 +97,9 @@ def replace_row(machine: Machine, index: int, **changes: Any) -> Machine:
 
 def replace_state(machine: Machine, state: State, **changes: Any) -> Machine:
     """A copy of `machine` with one state's spec changed (not validated)."""
-    specs = tuple(dataclasses.replace(s, **changes) if s.state is state else s
-                  for s in machine.states)
+    specs = tuple(
+        dataclasses.replace(s, **changes) if s.state is state else s for s in machine.states
+    )
     return dataclasses.replace(machine, states=specs)
 
 
@@ -122,11 +123,20 @@ def overriding(machine: Machine, index: int, hook: Hook) -> HookFn:
 # ------------------------------------------------------------------ helpers
 
 
-def _violation_text(model: Any, machine: Machine, ss: StateSort, pre: BlockTerms,
-                    post: BlockTerms, head: str, who: str = "b0") -> str:
+def _violation_text(
+    model: Any,
+    machine: Machine,
+    ss: StateSort,
+    pre: BlockTerms,
+    post: BlockTerms,
+    head: str,
+    who: str = "b0",
+) -> str:
     broken = violated(model, machine, ss, post) or ["(invariant)"]
-    return (f"{head}: block {who} pre {render_block(model, machine, ss, pre)} -> post "
-            f"{render_block(model, machine, ss, post)}; violated: {', '.join(broken)}")
+    return (
+        f"{head}: block {who} pre {render_block(model, machine, ss, pre)} -> post "
+        f"{render_block(model, machine, ss, post)}; violated: {', '.join(broken)}"
+    )
 
 
 def _sat(formulas: list[Any], timeout_s: float) -> str:
@@ -160,8 +170,7 @@ def check_initiation(machine: Machine, timeout_s: float) -> Outcome:
 
     def describe(model: Any) -> str:
         broken = violated(model, machine, ss, b)
-        return (f"initial block {render_block(model, machine, ss, b)}; "
-                f"violated: {', '.join(broken)}")
+        return f"initial block {render_block(model, machine, ss, b)}; violated: {', '.join(broken)}"
 
     return z3_valid(inv_term(machine, ss, b), timeout_s, describe, [z3.Or(*starts)])
 
@@ -185,10 +194,12 @@ def check_consecution(
     ]
 
     def describe(model: Any) -> str:
-        who = "b0" if z3.is_true(model.eval(b0 == b1, model_completion=True)) else \
-            "b1 (not stepped)"
-        return _violation_text(model, machine, ss, pre.at(b1), post.at(b1),
-                               f"transition {transition_label(t)}", who)
+        who = (
+            "b0" if z3.is_true(model.eval(b0 == b1, model_completion=True)) else "b1 (not stepped)"
+        )
+        return _violation_text(
+            model, machine, ss, pre.at(b1), post.at(b1), f"transition {transition_label(t)}", who
+        )
 
     return z3_valid(inv_term(machine, ss, post.at(b1)), timeout_s, describe, assumptions)
 
@@ -196,8 +207,11 @@ def check_consecution(
 def check_stutter(machine: Machine, kind: str, timeout_s: float) -> Outcome:
     """Ignored (kind "ignored") or rejected ("rejected") pairs leave Inv intact."""
     ss = state_sort(machine)
-    pairs = machine.ignored if kind == "ignored" else \
-        tuple((r.state, r.event) for r in machine.rejections)
+    pairs = (
+        machine.ignored
+        if kind == "ignored"
+        else tuple((r.state, r.event) for r in machine.rejections)
+    )
     pre, post = block_consts(ss, "pre"), block_consts(ss, "post")
     outcomes = []
     for state, event in pairs:
@@ -206,10 +220,14 @@ def check_stutter(machine: Machine, kind: str, timeout_s: float) -> Outcome:
         def describe(model: Any, head: str = head) -> str:
             return _violation_text(model, machine, ss, pre, post, head)
 
-        outcomes.append(z3_valid(
-            inv_term(machine, ss, post), timeout_s, describe,
-            [inv_term(machine, ss, pre), stutter_term(machine, state, pre, post)],
-        ))
+        outcomes.append(
+            z3_valid(
+                inv_term(machine, ss, post),
+                timeout_s,
+                describe,
+                [inv_term(machine, ss, pre), stutter_term(machine, state, pre, post)],
+            )
+        )
     return _first_failure(outcomes)
 
 
@@ -224,8 +242,11 @@ def check_nonvacuity(machine: Machine, timeout_s: float) -> Outcome:
     for t in machine.transitions:
         r = _sat([inv, transition_term(machine, t, pre, post)], timeout_s)
         if r != "sat":
-            return _vacuous(r, f"transition {transition_label(t)}: Inv ∧ T is {r} "
-                               "(the row can never fire from a state satisfying Inv)")
+            return _vacuous(
+                r,
+                f"transition {transition_label(t)}: Inv ∧ T is {r} "
+                "(the row can never fire from a state satisfying Inv)",
+            )
     pairs = list(machine.ignored) + [(r.state, r.event) for r in machine.rejections]
     for state, event in pairs:
         r = _sat([inv, pre.state == ss.consts[state]], timeout_s)
@@ -257,14 +278,21 @@ def check_hooks(
     pre, post = block_consts(ss, "pre"), block_consts(ss, "post")
     h = resolve_hook(hook)(machine, t)
     resident = REFERENCE_MACHINES[machine.name]
-    post_resident = z3.Or(*[post.state == ss.consts[s.state] for s in resident.states
-                            if s.resident and s.state in ss.consts], z3.BoolVal(False))
+    post_resident = z3.Or(
+        *[
+            post.state == ss.consts[s.state]
+            for s in resident.states
+            if s.resident and s.state in ss.consts
+        ],
+        z3.BoolVal(False),
+    )
     flip = idle_term(machine, ss, pre) != idle_term(machine, ss, post)
     claims = {
         "list membership after the hook is idleness": post.in_list == idle_term(machine, ss, post),
         "a hook is called exactly on a flip": z3.BoolVal(h is not Hook.NONE) == flip,
-        "the drop hook exactly when the block leaves residency":
-            z3.Implies(flip, z3.BoolVal(h is Hook.DROP) == z3.Not(post_resident)),
+        "the drop hook exactly when the block leaves residency": z3.Implies(
+            flip, z3.BoolVal(h is Hook.DROP) == z3.Not(post_resident)
+        ),
     }
     assumptions = [
         inv_term(machine, ss, pre),
@@ -272,11 +300,12 @@ def check_hooks(
     ]
 
     def describe(model: Any) -> str:
-        failed = [n for n, c in claims.items()
-                  if z3.is_false(model.eval(c, model_completion=True))]
-        return (f"transition {transition_label(t)} with hook {machine.hook_name(h)}: block b0 "
-                f"pre {render_block(model, machine, ss, pre)} -> post "
-                f"{render_block(model, machine, ss, post)}; violated: {', '.join(failed)}")
+        failed = [n for n, c in claims.items() if z3.is_false(model.eval(c, model_completion=True))]
+        return (
+            f"transition {transition_label(t)} with hook {machine.hook_name(h)}: block b0 "
+            f"pre {render_block(model, machine, ss, pre)} -> post "
+            f"{render_block(model, machine, ss, post)}; violated: {', '.join(failed)}"
+        )
 
     return z3_valid(z3.And(*claims.values()), timeout_s, describe, assumptions)
 
@@ -302,19 +331,24 @@ class GhostCounter:
 
 GHOSTS: Mapping[str, GhostCounter] = {
     "cpu": GhostCounter(
-        "loads", (CpuState.READY, CpuState.LOADING),
-        {CpuEvent.LOAD_BEGIN: 1, CpuEvent.LOAD_END: -1}, (CpuEvent.RESET,),
+        "loads",
+        (CpuState.READY, CpuState.LOADING),
+        {CpuEvent.LOAD_BEGIN: 1, CpuEvent.LOAD_END: -1},
+        (CpuEvent.RESET,),
     ),
     "gpu": GhostCounter(
-        "holders", (GpuState.FREE, GpuState.IN_USE),
-        {GpuEvent.ALLOCATE: 1, GpuEvent.TOUCH: 1, GpuEvent.FREE: -1}, (),
+        "holders",
+        (GpuState.FREE, GpuState.IN_USE),
+        {GpuEvent.ALLOCATE: 1, GpuEvent.TOUCH: 1, GpuEvent.FREE: -1},
+        (),
     ),
 }
 
 
 def _ghost_inv(ss: StateSort, g: GhostCounter, b: BlockTerms, ghost: Any) -> Any:
-    counted = z3.Or(*[b.state == ss.consts[s] for s in g.counted if s in ss.consts],
-                    z3.BoolVal(False))
+    counted = z3.Or(
+        *[b.state == ss.consts[s] for s in g.counted if s in ss.consts], z3.BoolVal(False)
+    )
     return z3.If(counted, b.ref == ghost, ghost == 0)
 
 
@@ -337,20 +371,23 @@ def check_ref_counts(machine: Machine, timeout_s: float) -> Outcome:
         outcomes.append(z3_valid(_ghost_inv(ss, g, pre, gpre), timeout_s, describe_init, init))
     for t in machine.transitions:
         assumptions = [
-            inv_term(machine, ss, pre), _ghost_inv(ss, g, pre, gpre),
-            transition_term(machine, t, pre, post), gpost == g.after(t.event, gpre),
+            inv_term(machine, ss, pre),
+            _ghost_inv(ss, g, pre, gpre),
+            transition_term(machine, t, pre, post),
+            gpost == g.after(t.event, gpre),
         ]
 
         def describe(model: Any, t: Transition = t) -> str:
-            return (f"transition {transition_label(t)}: block b0 pre "
-                    f"{render_block(model, machine, ss, pre)} {g.name}="
-                    f"{model.eval(gpre, model_completion=True)} -> post "
-                    f"{render_block(model, machine, ss, post)} {g.name}="
-                    f"{model.eval(gpost, model_completion=True)}; violated: ref counts "
-                    f"{g.name}")
+            return (
+                f"transition {transition_label(t)}: block b0 pre "
+                f"{render_block(model, machine, ss, pre)} {g.name}="
+                f"{model.eval(gpre, model_completion=True)} -> post "
+                f"{render_block(model, machine, ss, post)} {g.name}="
+                f"{model.eval(gpost, model_completion=True)}; violated: ref counts "
+                f"{g.name}"
+            )
 
-        outcomes.append(
-            z3_valid(_ghost_inv(ss, g, post, gpost), timeout_s, describe, assumptions))
+        outcomes.append(z3_valid(_ghost_inv(ss, g, post, gpost), timeout_s, describe, assumptions))
         if outcomes[-1].status is not Status.PROVED:
             break
     return _first_failure(outcomes)
@@ -372,8 +409,12 @@ def _retarget(machine: Machine, index: int) -> Machine:
 
 def _wrong_hook(machine: Machine, index: int) -> Hook:
     h = derive_hook(machine, machine.transitions[index])
-    return {Hook.NONE: Hook.FLAG_ON, Hook.FLAG_ON: Hook.NONE,
-            Hook.FLAG_OFF: Hook.NONE, Hook.DROP: Hook.FLAG_OFF}[h]
+    return {
+        Hook.NONE: Hook.FLAG_ON,
+        Hook.FLAG_ON: Hook.NONE,
+        Hook.FLAG_OFF: Hook.NONE,
+        Hook.DROP: Hook.FLAG_OFF,
+    }[h]
 
 
 _VACUOUS_ROW: Mapping[str, tuple[Event, State, State, RefGuard]] = {
@@ -401,72 +442,86 @@ def machine_obligations(m: Machine) -> list[Obligation]:
     first_initial = m.initial[0]
     out = [
         Obligation(
-            f"{n}.initiation", "every initial block satisfies the inductive invariant",
+            f"{n}.initiation",
+            "every initial block satisfies the inductive invariant",
             _bind(check_initiation, m),
-            _bind(check_initiation, replace_state(
-                m, first_initial, flag=not m.spec(first_initial).flag)),
+            _bind(
+                check_initiation,
+                replace_state(m, first_initial, flag=not m.spec(first_initial).flag),
+            ),
             f"initial state {first_initial.name} with its flag flipped is refuted",
             kind=Kind.UNBOUNDED,
         )
     ]
     for i, t in enumerate(m.transitions):
         broken = _retarget(m, i)
-        out.append(Obligation(
-            f"{n}.consecution.{transition_id(t)}",
-            f"{transition_label(t)} preserves ∀b. Inv(b) (one block steps, the rest stay)",
-            _bind(check_consecution, m, i),
-            _bind(check_consecution, broken, i),
-            f"row retargeted to {transition_label(broken.transitions[i])} is refuted",
-            kind=Kind.UNBOUNDED,
-        ))
+        out.append(
+            Obligation(
+                f"{n}.consecution.{transition_id(t)}",
+                f"{transition_label(t)} preserves ∀b. Inv(b) (one block steps, the rest stay)",
+                _bind(check_consecution, m, i),
+                _bind(check_consecution, broken, i),
+                f"row retargeted to {transition_label(broken.transitions[i])} is refuted",
+                kind=Kind.UNBOUNDED,
+            )
+        )
     for kind in ("ignored", "rejected"):
         # Control: a no-change pair that silently flips list membership.
-        pairs = m.ignored if kind == "ignored" else \
-            tuple((r.state, r.event) for r in m.rejections)
+        pairs = m.ignored if kind == "ignored" else tuple((r.state, r.event) for r in m.rejections)
         state, event = pairs[0]
         flip_row = Transition(event, state, state, RefGuard.ANY, _KEEP)
         flipped = dataclasses.replace(m, transitions=(*m.transitions, flip_row))
-        hook = overriding(flipped, len(m.transitions),
-                          Hook.FLAG_OFF if m.spec(state).flag else Hook.FLAG_ON)
-        out.append(Obligation(
-            f"{n}.consecution.{kind}",
-            f"every {kind} (state, event) pair leaves the block unchanged and Inv intact",
-            _bind(check_stutter, m, kind),
-            _bind(check_consecution, flipped, len(m.transitions), hook=hook),
-            f"{event.value} on {state.name} flipping list membership is refuted",
-            kind=Kind.UNBOUNDED,
-        ))
+        hook = overriding(
+            flipped, len(m.transitions), Hook.FLAG_OFF if m.spec(state).flag else Hook.FLAG_ON
+        )
+        out.append(
+            Obligation(
+                f"{n}.consecution.{kind}",
+                f"every {kind} (state, event) pair leaves the block unchanged and Inv intact",
+                _bind(check_stutter, m, kind),
+                _bind(check_consecution, flipped, len(m.transitions), hook=hook),
+                f"{event.value} on {state.name} flipping list membership is refuted",
+                kind=Kind.UNBOUNDED,
+            )
+        )
     ev, src, dst, guard = _VACUOUS_ROW[n]
     vi = row_index(m, ev, src, dst)
-    out.append(Obligation(
-        f"{n}.nonvacuity", "every row can fire from a state satisfying Inv",
-        _bind(check_nonvacuity, m),
-        _bind(check_nonvacuity, replace_row(m, vi, guard=guard)),
-        f"{ev.value} {src.name}->{dst.name} guarded by '{guard.value}' is found vacuous",
-        kind=Kind.UNBOUNDED,
-    ))
+    out.append(
+        Obligation(
+            f"{n}.nonvacuity",
+            "every row can fire from a state satisfying Inv",
+            _bind(check_nonvacuity, m),
+            _bind(check_nonvacuity, replace_row(m, vi, guard=guard)),
+            f"{ev.value} {src.name}->{dst.name} guarded by '{guard.value}' is found vacuous",
+            kind=Kind.UNBOUNDED,
+        )
+    )
     for i, t in enumerate(m.transitions):
         wrong = _wrong_hook(m, i)
-        out.append(Obligation(
-            f"{n}.hooks.{transition_id(t)}",
-            f"{transition_label(t)} calls '{m.hook_name(derive_hook(m, t))}', exactly the "
-            f"{m.flag_name} flip",
-            _bind(check_hooks, m, i),
-            _bind(check_hooks, m, i, hook=overriding(m, i, wrong)),
-            f"{transition_label(t)} calling '{m.hook_name(wrong)}' instead is refuted",
-            kind=Kind.UNBOUNDED,
-        ))
+        out.append(
+            Obligation(
+                f"{n}.hooks.{transition_id(t)}",
+                f"{transition_label(t)} calls '{m.hook_name(derive_hook(m, t))}', exactly the "
+                f"{m.flag_name} flip",
+                _bind(check_hooks, m, i),
+                _bind(check_hooks, m, i, hook=overriding(m, i, wrong)),
+                f"{transition_label(t)} calling '{m.hook_name(wrong)}' instead is refuted",
+                kind=Kind.UNBOUNDED,
+            )
+        )
     ev, src, dst = _FORGETFUL_ROW[n]
     fi = row_index(m, ev, src, dst)
     g = GHOSTS[n]
-    out.append(Obligation(
-        f"{n}.ref_counts_{g.name}",
-        f"the ref count equals the number of {g.name} (ghost counter per event)",
-        _bind(check_ref_counts, m),
-        _bind(check_ref_counts, replace_row(m, fi, update=_KEEP)),
-        f"{ev.value} {src.name}->{dst.name} keeping the ref is refuted",
-        kind=Kind.UNBOUNDED,
-    ))
+    out.append(
+        Obligation(
+            f"{n}.ref_counts_{g.name}",
+            f"the ref count equals the number of {g.name} (ghost counter per event)",
+            _bind(check_ref_counts, m),
+            _bind(check_ref_counts, replace_row(m, fi, update=_KEEP)),
+            f"{ev.value} {src.name}->{dst.name} keeping the ref is refuted",
+            kind=Kind.UNBOUNDED,
+        )
+    )
     return out
 
 

@@ -47,15 +47,30 @@ def pick(values: Sequence[Any], index: Any) -> Any:
     return out
 
 
-def bind(name: str, statement: str, check: Callable[..., Outcome], good: dict[str, Any],
-         bad: dict[str, Any], control: str, bounds: str) -> Obligation:
+def bind(
+    name: str,
+    statement: str,
+    check: Callable[..., Outcome],
+    good: dict[str, Any],
+    bad: dict[str, Any],
+    control: str,
+    bounds: str,
+) -> Obligation:
     """A bounded obligation running `check(**good)`, with `check(**bad)` as its
     negative control."""
+
     def run(kw: dict[str, Any], timeout_s: float) -> Outcome:
         return check(timeout_s=timeout_s, **kw)
 
-    return Obligation(name, statement, partial(run, good), partial(run, bad), control,
-                      kind=Kind.BOUNDED, bounds=bounds)
+    return Obligation(
+        name,
+        statement,
+        partial(run, good),
+        partial(run, bad),
+        control,
+        kind=Kind.BOUNDED,
+        bounds=bounds,
+    )
 
 
 @dataclass(frozen=True)
@@ -84,14 +99,21 @@ class _Slots:
         n = self.n
         parts = [self.high >= 0, self.high <= n, self.sp >= 0, self.sp <= n]
         for k in range(n):
-            parts.append(z3.Implies(k < self.sp,
-                                    z3.And(self.stack[k] >= 0, self.stack[k] < self.high)))
-            parts.extend(z3.Implies(z3.And(k < self.sp, j < self.sp),
-                                    self.stack[k] != self.stack[j]) for j in range(k))
+            parts.append(
+                z3.Implies(k < self.sp, z3.And(self.stack[k] >= 0, self.stack[k] < self.high))
+            )
+            parts.extend(
+                z3.Implies(z3.And(k < self.sp, j < self.sp), self.stack[k] != self.stack[j])
+                for j in range(k)
+            )
         for s in range(n):
-            parts.append(z3.If(s >= self.high,
-                               z3.And(z3.Not(self.owned[s]), z3.Not(self.in_stack(s))),
-                               self.owned[s] != self.in_stack(s)))
+            parts.append(
+                z3.If(
+                    s >= self.high,
+                    z3.And(z3.Not(self.owned[s]), z3.Not(self.in_stack(s))),
+                    self.owned[s] != self.in_stack(s),
+                )
+            )
         return z3.And(*parts)
 
     def render(self, model: Any) -> str:
@@ -105,9 +127,13 @@ class _Slots:
 
 
 def _slots(prefix: str, n: int) -> _Slots:
-    return _Slots(n, z3.Int(f"{prefix}.high"), z3.Int(f"{prefix}.sp"),
-                  [z3.Int(f"{prefix}.stack{k}") for k in range(n)],
-                  [z3.Bool(f"{prefix}.owned{s}") for s in range(n)])
+    return _Slots(
+        n,
+        z3.Int(f"{prefix}.high"),
+        z3.Int(f"{prefix}.sp"),
+        [z3.Int(f"{prefix}.stack{k}") for k in range(n)],
+        [z3.Bool(f"{prefix}.owned{s}") for s in range(n)],
+    )
 
 
 def _alloc(pre: _Slots, post: _Slots, alloc: Allocator) -> tuple[list[Any], Any]:
@@ -151,8 +177,9 @@ def _reset(pre: _Slots, post: _Slots, alloc: Allocator) -> list[Any]:
     return facts
 
 
-def check_slot_step(step: str, slots: int, timeout_s: float,
-                    alloc: Allocator = Allocator()) -> Outcome:
+def check_slot_step(
+    step: str, slots: int, timeout_s: float, alloc: Allocator = Allocator()
+) -> Outcome:
     """`step` ("alloc" | "free" | "reset") keeps the partition; alloc hands an unowned id."""
     pre, post = _slots("pre", slots), _slots("post", slots)
     extra = z3.BoolVal(True)
@@ -168,13 +195,17 @@ def check_slot_step(step: str, slots: int, timeout_s: float,
 
     def describe(model: Any) -> str:
         which = "" if slot is None else f" slot {model.eval(slot, model_completion=True)}"
-        broken = "slot_partition" if z3.is_false(
-            model.eval(post.partition(), model_completion=True)) else "handed out an owned slot"
-        return (f"{step}{which}: pre {pre.render(model)} -> post {post.render(model)}; "
-                f"violated: {broken}")
+        broken = (
+            "slot_partition"
+            if z3.is_false(model.eval(post.partition(), model_completion=True))
+            else "handed out an owned slot"
+        )
+        return (
+            f"{step}{which}: pre {pre.render(model)} -> post {post.render(model)}; "
+            f"violated: {broken}"
+        )
 
-    return z3_valid(z3.And(post.partition(), extra), timeout_s, describe,
-                    [pre.partition(), *facts])
+    return z3_valid(z3.And(post.partition(), extra), timeout_s, describe, [pre.partition(), *facts])
 
 
 def check_lifo_reuse(slots: int, timeout_s: float, alloc: Allocator = Allocator()) -> Outcome:
@@ -185,8 +216,10 @@ def check_lifo_reuse(slots: int, timeout_s: float, alloc: Allocator = Allocator(
     more, got = _alloc(mid, post, alloc)
 
     def describe(model: Any) -> str:
-        return (f"free slot {model.eval(freed)} then alloc from {mid.render(model)} -> slot "
-                f"{model.eval(got, model_completion=True)}; violated: lifo_reuse")
+        return (
+            f"free slot {model.eval(freed)} then alloc from {mid.render(model)} -> slot "
+            f"{model.eval(got, model_completion=True)}; violated: lifo_reuse"
+        )
 
     return z3_valid(got == freed, timeout_s, describe, facts + more)
 
@@ -196,26 +229,41 @@ def obligations(level: Level) -> list[Obligation]:
     ns = SLOTS[level]
     alloc = Allocator()
     return [
-        bind("slots.partition.alloc",
+        bind(
+            "slots.partition.alloc",
             f"allocation (fresh first, then LIFO) keeps fresh ⊎ free ⊎ owned ({ns} slots) "
             "and hands out an unowned id",
-            check_slot_step, {"step": "alloc", "slots": ns, "alloc": alloc},
+            check_slot_step,
+            {"step": "alloc", "slots": ns, "alloc": alloc},
             {"step": "alloc", "slots": ns, "alloc": replace(alloc, bumps_high_water=False)},
             "an allocator that does not advance the high-water mark is refuted",
-            f"N={ns} slots"),
-        bind("slots.partition.free",
+            f"N={ns} slots",
+        ),
+        bind(
+            "slots.partition.free",
             f"freeing an owned id keeps fresh ⊎ free ⊎ owned ({ns} slots)",
-            check_slot_step, {"step": "free", "slots": ns, "alloc": alloc},
+            check_slot_step,
+            {"step": "free", "slots": ns, "alloc": alloc},
             {"step": "free", "slots": ns, "alloc": replace(alloc, pushes_on_free=False)},
-            "a free that does not push the id is refuted", f"N={ns} slots"),
-        bind("slots.partition.reset",
+            "a free that does not push the id is refuted",
+            f"N={ns} slots",
+        ),
+        bind(
+            "slots.partition.reset",
             f"reset makes every id fresh and keeps the partition ({ns} slots)",
-            check_slot_step, {"step": "reset", "slots": ns, "alloc": alloc},
+            check_slot_step,
+            {"step": "reset", "slots": ns, "alloc": alloc},
             {"step": "reset", "slots": ns, "alloc": replace(alloc, reset_clears_stack=False)},
-            "a reset that keeps the free stack is refuted", f"N={ns} slots"),
-        bind("slots.lifo_reuse",
+            "a reset that keeps the free stack is refuted",
+            f"N={ns} slots",
+        ),
+        bind(
+            "slots.lifo_reuse",
             f"once fresh ids are used up, the last freed id is reused first ({ns} slots)",
-            check_lifo_reuse, {"slots": ns, "alloc": alloc},
+            check_lifo_reuse,
+            {"slots": ns, "alloc": alloc},
             {"slots": ns, "alloc": replace(alloc, pops_top=False)},
-            "a FIFO allocator is refuted", f"N={ns} slots"),
+            "a FIFO allocator is refuted",
+            f"N={ns} slots",
+        ),
     ]

@@ -16,7 +16,6 @@ from evictable.proofs.obligations import Outcome, Status, proved, refuted, remai
 __all__ = ["z3_sat", "z3_valid"]
 
 
-
 def _z3() -> Any:
     import z3  # imported lazily: only proofs/ depends on z3
 
@@ -46,9 +45,7 @@ def z3_valid(
     return Outcome(Status.UNKNOWN, f"z3 returned unknown: {s.reason_unknown()}")
 
 
-def z3_sat(
-    formulas: Sequence[Any], timeout_s: float, what: str = "formula"
-) -> Outcome:
+def z3_sat(formulas: Sequence[Any], timeout_s: float, what: str = "formula") -> Outcome:
     """Non-vacuity: `formulas` are jointly satisfiable (PROVED), else COUNTEREXAMPLE."""
     z3 = _z3()
     s = z3.Solver()

@@ -12,8 +12,11 @@ from evictable.impl.policies.arc import ARCCachePolicy
 from evictable.impl.policies.base import CachePolicy
 
 _OPS = st.lists(
-    st.tuples(st.sampled_from(("store", "commit", "load", "unload", "touch", "evict")),
-              st.integers(0, 7), st.integers(1, 3)),
+    st.tuples(
+        st.sampled_from(("store", "commit", "load", "unload", "touch", "evict")),
+        st.integers(0, 7),
+        st.integers(1, 3),
+    ),
     max_size=80,
 )
 
@@ -21,7 +24,8 @@ _OPS = st.lists(
 @given(capacity=st.integers(1, 5), ops=_OPS)
 def test_scanning_arc_matches_the_fast_one(capacity: int, ops: list[tuple[str, int, int]]) -> None:
     sides: list[tuple[CachePolicy, dict[int, BlockStatus]]] = [
-        (ARCCachePolicy(capacity), {}), (ScanningArc(capacity), {})
+        (ARCCachePolicy(capacity), {}),
+        (ScanningArc(capacity), {}),
     ]
     for op, key, n in ops:
         answers = []

@@ -46,7 +46,8 @@ def test_ceilings_follow_from_the_floors(quick: dict[str, Any]) -> None:
     assert ceiling["impl_only"] > ceiling["model_and_impl"] > 0
     assert quick["target_states_per_s"] == TARGET_STATES_PER_S
     assert ceiling["target_over_impl_only"] == pytest.approx(
-        TARGET_STATES_PER_S / ceiling["impl_only"])
+        TARGET_STATES_PER_S / ceiling["impl_only"]
+    )
 
 
 def test_quick_run_reports_table_notes_and_plot(quick: dict[str, Any]) -> None:

@@ -118,11 +118,15 @@ def _boom(quick: bool) -> dict[str, object]:
 def test_a_failing_benchmark_is_recorded_and_fails_the_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runner, "BENCHMARKS", (
-        ("memory", "bench.bench_manager", "run_memory"),
-        ("boom", __name__, "_boom"),
-        ("absent", "bench.no_such_benchmark", "run"),
-    ))
+    monkeypatch.setattr(
+        runner,
+        "BENCHMARKS",
+        (
+            ("memory", "bench.bench_manager", "run_memory"),
+            ("boom", __name__, "_boom"),
+            ("absent", "bench.no_such_benchmark", "run"),
+        ),
+    )
     assert runner.main(["--quick", "--out", str(tmp_path)]) == 1
     payload = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
     assert "benchmark exploded" in payload["benchmarks"]["boom"]["error"]

@@ -331,8 +331,7 @@ def test_rejects_bad_evict_count(kind: Kind, n: Any) -> None:
 
 _OPS = st.lists(
     st.tuples(
-        st.sampled_from(("store", "commit", "abort", "load", "unload", "touch", "evict",
-                         "clear")),
+        st.sampled_from(("store", "commit", "abort", "load", "unload", "touch", "evict", "clear")),
         st.lists(st.integers(0, 7), max_size=4),
         st.integers(0, 3),
     ),

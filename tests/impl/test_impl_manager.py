@@ -119,8 +119,9 @@ def assert_fault_undone(m: CPUOffloadingManager, hook: str, nth: int, call: Any)
 
 
 def test_fault_in_mark_non_evictable_mid_batch_is_undone(faulty: CPUOffloadingManager) -> None:
-    assert_fault_undone(faulty, "mark_non_evictable", 3,
-                        lambda: faulty.prepare_load(["a", "b", "c", "d"]))
+    assert_fault_undone(
+        faulty, "mark_non_evictable", 3, lambda: faulty.prepare_load(["a", "b", "c", "d"])
+    )
 
 
 def test_fault_in_mark_evictable_on_commit_is_undone(faulty: CPUOffloadingManager) -> None:
@@ -131,13 +132,11 @@ def test_fault_in_mark_evictable_on_commit_is_undone(faulty: CPUOffloadingManage
 def test_fault_in_mark_evictable_on_load_end_is_undone(faulty: CPUOffloadingManager) -> None:
     faulty.prepare_load(["a", "b", "c"])
     faulty.prepare_load(["b"])
-    assert_fault_undone(faulty, "mark_evictable", 2,
-                        lambda: faulty.complete_load(["a", "b", "c"]))
+    assert_fault_undone(faulty, "mark_evictable", 2, lambda: faulty.complete_load(["a", "b", "c"]))
 
 
 def test_fault_in_insert_after_eviction_is_undone(faulty: CPUOffloadingManager) -> None:
-    assert_fault_undone(faulty, "insert", 3,
-                        lambda: faulty.prepare_store(["x", "y", "z", "w"]))
+    assert_fault_undone(faulty, "insert", 3, lambda: faulty.prepare_store(["x", "y", "z", "w"]))
 
 
 def test_fault_in_evict_is_undone(faulty: CPUOffloadingManager) -> None:
@@ -146,8 +145,9 @@ def test_fault_in_evict_is_undone(faulty: CPUOffloadingManager) -> None:
 
 def test_fault_in_remove_is_undone(faulty: CPUOffloadingManager) -> None:
     faulty.prepare_store(["x"])
-    assert_fault_undone(faulty, "remove", 2,
-                        lambda: faulty.complete_store(["q", "x"], success=False))
+    assert_fault_undone(
+        faulty, "remove", 2, lambda: faulty.complete_store(["q", "x"], success=False)
+    )
 
 
 def test_fault_in_touch_is_undone(faulty: CPUOffloadingManager) -> None:
@@ -339,8 +339,7 @@ def test_copies_of_a_large_manager_are_independent(policy: str, copier: str) -> 
     original.prepare_store(keys)
     original.complete_store(keys)
     original.prepare_load(keys[:5])
-    clone = (pickle.loads(pickle.dumps(original)) if copier == "pickle"
-             else copy.deepcopy(original))
+    clone = pickle.loads(pickle.dumps(original)) if copier == "pickle" else copy.deepcopy(original)
     before = original.snapshot()
     assert clone.snapshot() == before
     clone.check_invariants()

@@ -280,8 +280,7 @@ def test_check_invariants_catches_a_misfiled_record() -> None:
 def test_copies_of_a_long_list_are_independent_and_do_not_recurse(copier: str) -> None:
     keys = [f"k{i}" for i in range(5000)]  # far deeper than the recursion limit
     policy = impl_with(keys, pinned=("p",))
-    clone = (pickle.loads(pickle.dumps(policy)) if copier == "pickle"
-             else copy.deepcopy(policy))
+    clone = pickle.loads(pickle.dumps(policy)) if copier == "pickle" else copy.deepcopy(policy)
     assert clone.snapshot() == policy.snapshot()
     clone.check_invariants()
     assert clone.evict(2, set()) is not None

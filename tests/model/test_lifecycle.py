@@ -44,7 +44,8 @@ def without(machine: Machine, *drop: Transition) -> tuple[Transition, ...]:
 
 def transition(event: CpuEvent, source: CpuState, target: CpuState) -> Transition:
     (t,) = [
-        t for t in CPU_MACHINE.transitions
+        t
+        for t in CPU_MACHINE.transitions
         if t.event is event and t.source is source and t.target is target
     ]
     return t
@@ -121,8 +122,10 @@ def test_rejects_a_trap_state() -> None:
     end = transition(E.LOAD_END, L, L)
     broken = dataclasses.replace(
         CPU_MACHINE,
-        transitions=(*without(CPU_MACHINE, *exits, end),
-                     dataclasses.replace(end, guard=RefGuard.ANY, update=RefUpdate("keep"))),
+        transitions=(
+            *without(CPU_MACHINE, *exits, end),
+            dataclasses.replace(end, guard=RefGuard.ANY, update=RefUpdate("keep")),
+        ),
         ignored=(*CPU_MACHINE.ignored, (L, E.RESET)),
     )
     with pytest.raises(TableError, match="LOADING is a trap state"):
@@ -238,16 +241,19 @@ EXPECTED_CPU_HOOKS = {
 
 
 def test_derived_cpu_hooks_are_design_section_3() -> None:
-    derived = {(t.event, t.source, t.target): derive_hook(CPU_MACHINE, t)
-               for t in CPU_MACHINE.transitions}
+    derived = {
+        (t.event, t.source, t.target): derive_hook(CPU_MACHINE, t) for t in CPU_MACHINE.transitions
+    }
     assert derived == EXPECTED_CPU_HOOKS
     assert CPU_MACHINE.hook_name(Hook.FLAG_ON) == "mark_evictable"
     assert CPU_MACHINE.hook_name(Hook.FLAG_OFF) == "mark_non_evictable"
 
 
 def test_derived_gpu_hooks_follow_free_queue_membership() -> None:
-    derived = {(t.event, t.source, t.target, t.guard): derive_hook(GPU_MACHINE, t)
-               for t in GPU_MACHINE.transitions}
+    derived = {
+        (t.event, t.source, t.target, t.guard): derive_hook(GPU_MACHINE, t)
+        for t in GPU_MACHINE.transitions
+    }
     F, U = GpuState.FREE, GpuState.IN_USE
     assert derived[(GpuEvent.ALLOCATE, F, U, RefGuard.ANY)] is Hook.FLAG_OFF
     assert derived[(GpuEvent.TOUCH, F, U, RefGuard.ANY)] is Hook.FLAG_OFF

@@ -30,8 +30,13 @@ def test_arc_is_a_model_policy() -> None:
 
 @pytest.mark.parametrize(
     ("ref", "evictable", "pending"),
-    [(None, False, False), (-1, False, True), (0, True, False), (1, False, False),
-     (7, False, False)],
+    [
+        (None, False, False),
+        (-1, False, True),
+        (0, True, False),
+        (1, False, False),
+        (7, False, False),
+    ],
 )
 def test_ref_meaning_comes_from_the_lifecycle_table(
     ref: int | None, evictable: bool, pending: bool

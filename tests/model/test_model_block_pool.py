@@ -32,13 +32,21 @@ def test_initial_pool_has_the_null_block_outside() -> None:
 
 def test_fire_derives_the_hook_from_the_table() -> None:
     assert fire(Phase(GpuState.FREE, 0), GpuEvent.ALLOCATE, B(1)) == (
-        Phase(GpuState.IN_USE, 1), Hook.FLAG_OFF)
+        Phase(GpuState.IN_USE, 1),
+        Hook.FLAG_OFF,
+    )
     assert fire(Phase(GpuState.IN_USE, 1), GpuEvent.FREE, B(1)) == (
-        Phase(GpuState.FREE, 0), Hook.FLAG_ON)
+        Phase(GpuState.FREE, 0),
+        Hook.FLAG_ON,
+    )
     assert fire(Phase(GpuState.IN_USE, 2), GpuEvent.FREE, B(1)) == (
-        Phase(GpuState.IN_USE, 1), Hook.NONE)
+        Phase(GpuState.IN_USE, 1),
+        Hook.NONE,
+    )
     assert fire(Phase(GpuState.NULL, 0), GpuEvent.TOUCH, B(0)) == (
-        Phase(GpuState.NULL, 0), Hook.NONE)
+        Phase(GpuState.NULL, 0),
+        Hook.NONE,
+    )
 
 
 def test_allocate_touch_free_cycle() -> None:

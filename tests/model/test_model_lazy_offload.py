@@ -24,8 +24,9 @@ from evictable.model.lazy_offload import (
 from evictable.model.types import BlockId
 
 
-def _scanner(hashes: list[str | None], window: int = 1,
-             validation: Validation = Validation.GENERATION) -> ModelLazyOffload:
+def _scanner(
+    hashes: list[str | None], window: int = 1, validation: Validation = Validation.GENERATION
+) -> ModelLazyOffload:
     """Blocks 1..n free; unhashed ones at the front, hashed ones after (each in id order)."""
     pool = ModelBlockPool(len(hashes) + 1)
     taken = pool.get_new_blocks(len(hashes))
@@ -124,7 +125,11 @@ def test_reset_keeps_in_flight_and_restarts_the_scan() -> None:
 def test_every_invariant_is_registered_and_holds_initially() -> None:
     m = _scanner(["a", None])
     assert set(LAZY_INVARIANTS) == {
-        "scan_complete", "prefix_offloaded", "in_flight_pinned", "cursor_visited"}
+        "scan_complete",
+        "prefix_offloaded",
+        "in_flight_pinned",
+        "cursor_visited",
+    }
     assert check_scan(m.view()) == []
 
 

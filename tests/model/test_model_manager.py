@@ -417,7 +417,9 @@ def test_rejects_keys_that_are_not_a_sequence(make: Factory, method: str, keys: 
 def test_rejects_unhashable_key(make: Factory, method: str) -> None:
     m = loaded(make)
     assert_rejected(
-        m, lambda: METHODS[method](m, ["r", ["x"], "r"]), InvalidArgumentError,
+        m,
+        lambda: METHODS[method](m, ["r", ["x"], "r"]),
+        InvalidArgumentError,
         mentions=("['x']",),
     )
 
@@ -426,15 +428,18 @@ def test_rejects_unhashable_key(make: Factory, method: str) -> None:
 def test_rejects_duplicate_keys_naming_each_once(make: Factory, method: str) -> None:
     m = loaded(make)
     assert_rejected(
-        m, lambda: METHODS[method](m, ["zz", "r", "l", "r", "zz", "r"]), DuplicateKeysError,
+        m,
+        lambda: METHODS[method](m, ["zz", "r", "l", "r", "zz", "r"]),
+        DuplicateKeysError,
         keys=("zz", "r"),
     )
 
 
 def test_rejects_duplicates_before_per_key_checks(make: Factory) -> None:
     m = loaded(make)
-    assert_rejected(m, lambda: m.prepare_load(["absent", "absent"]), DuplicateKeysError,
-                    keys=("absent",))
+    assert_rejected(
+        m, lambda: m.prepare_load(["absent", "absent"]), DuplicateKeysError, keys=("absent",)
+    )
     assert_rejected(m, lambda: m.complete_load(["r", "r"]), DuplicateKeysError, keys=("r",))
 
 
@@ -450,8 +455,9 @@ def test_rejects_non_bool_success_before_duplicates(make: Factory) -> None:
 
 def test_rejects_prepare_load_of_absent_key(make: Factory) -> None:
     m = loaded(make)
-    assert_rejected(m, lambda: m.prepare_load(["r", "nope", "l"]), BlockNotFoundError,
-                    keys=("nope",))
+    assert_rejected(
+        m, lambda: m.prepare_load(["r", "nope", "l"]), BlockNotFoundError, keys=("nope",)
+    )
 
 
 def test_rejects_prepare_load_of_pending_key(make: Factory) -> None:
@@ -461,16 +467,13 @@ def test_rejects_prepare_load_of_pending_key(make: Factory) -> None:
 
 def test_rejects_prepare_load_first_offender_decides(make: Factory) -> None:
     m = loaded(make)
-    assert_rejected(m, lambda: m.prepare_load(["r", "p", "nope"]), BlockNotReadyError,
-                    keys=("p",))
-    assert_rejected(m, lambda: m.prepare_load(["nope", "p"]), BlockNotFoundError,
-                    keys=("nope",))
+    assert_rejected(m, lambda: m.prepare_load(["r", "p", "nope"]), BlockNotReadyError, keys=("p",))
+    assert_rejected(m, lambda: m.prepare_load(["nope", "p"]), BlockNotFoundError, keys=("nope",))
 
 
 def test_rejects_complete_load_of_absent_key(make: Factory) -> None:
     m = loaded(make)
-    assert_rejected(m, lambda: m.complete_load(["l", "nope"]), BlockNotFoundError,
-                    keys=("nope",))
+    assert_rejected(m, lambda: m.complete_load(["l", "nope"]), BlockNotFoundError, keys=("nope",))
 
 
 def test_rejects_complete_load_of_ready_key(make: Factory) -> None:

@@ -73,8 +73,12 @@ def test_an_engine_stopping_at_the_deadline_is_unknown() -> None:
 
 
 def test_verdicts_say_what_a_record_is() -> None:
-    for kind, word in ((Kind.UNBOUNDED, "proved"), (Kind.BOUNDED, "proved"),
-                       (Kind.EXPLORED, "explored"), (Kind.TESTED, "passed")):
+    for kind, word in (
+        (Kind.UNBOUNDED, "proved"),
+        (Kind.BOUNDED, "proved"),
+        (Kind.EXPLORED, "explored"),
+        (Kind.TESTED, "passed"),
+    ):
         (r,) = run_one(Obligation("k", "s", lambda t: proved(), kind=kind))
         assert r.verdict == word and r.as_dict()["kind"] == kind.value
 

@@ -109,8 +109,11 @@ def _run_impl(trace: list[Action]) -> tuple[BlockPool, LazyOffloadScanner]:
 
 
 def test_explorer_finds_the_shortest_skip_for_refcount_validation() -> None:
-    found = explore(BOUNDS["quick"][0], Validation.REFCOUNT,
-                    invariants_check(("scan_complete",), pool_too=False))
+    found = explore(
+        BOUNDS["quick"][0],
+        Validation.REFCOUNT,
+        invariants_check(("scan_complete",), pool_too=False),
+    )
     assert found.violation is not None
     assert found.actions == SHORTEST
     m = _run_model(SHORTEST, Validation.REFCOUNT)
@@ -187,8 +190,12 @@ def test_every_lazy_obligation_is_proved_and_every_control_caught_at_quick_level
 
     results = run_all(obligations("quick"))
     assert {r.name for r in results} >= {
-        "lazy.scan_complete", "lazy.scan_complete~neg", "lazy.no_stall~neg",
-        "lazy.no_stall.queue_unlink~neg", "lazy.z3.pool_ops_keep_scan_complete~neg"}
+        "lazy.scan_complete",
+        "lazy.scan_complete~neg",
+        "lazy.no_stall~neg",
+        "lazy.no_stall.queue_unlink~neg",
+        "lazy.z3.pool_ops_keep_scan_complete~neg",
+    }
     assert [(r.name, r.status.value) for r in results if not r.ok] == []
     skip = next(r for r in results if r.name == "lazy.scan_complete~neg")
     assert "pool.free_blocks([1])" in skip.counterexample
@@ -225,10 +232,16 @@ def test_explorer_finds_a_skip_if_the_pool_hashed_free_blocks(
         self.cached.setdefault(block_hash, []).append(block_id)
 
     monkeypatch.setattr(ModelBlockPool, "cache_block", hashes_free_blocks_too)
-    found = explore(BOUNDS["quick"][0], Validation.GENERATION,
-                    invariants_check(("scan_complete",), pool_too=False))
+    found = explore(
+        BOUNDS["quick"][0],
+        Validation.GENERATION,
+        invariants_check(("scan_complete",), pool_too=False),
+    )
     assert found.violation is not None and found.actions == FREE_BLOCK_HASHED_IN_PLACE
     monkeypatch.undo()
-    clean = explore(BOUNDS["quick"][0], Validation.GENERATION,
-                    invariants_check(("scan_complete",), pool_too=False))
+    clean = explore(
+        BOUNDS["quick"][0],
+        Validation.GENERATION,
+        invariants_check(("scan_complete",), pool_too=False),
+    )
     assert clean.violation is None and not clean.truncated

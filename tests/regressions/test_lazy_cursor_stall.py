@@ -92,8 +92,9 @@ def test_generation_validation_makes_progress_after_both_traces() -> None:
         assert m.start().kind is StartKind.FRONT
         ok, _ = stall_run(m)
         assert ok
-        taken = [b for _ in range(no_stall_bound(len(m.pool.free_queue.order), 1))
-                 for b in m.step(1)]
+        taken = [
+            b for _ in range(no_stall_bound(len(m.pool.free_queue.order), 1)) for b in m.step(1)
+        ]
         assert BlockId(1) in taken
 
 
@@ -104,7 +105,10 @@ def test_impl_recovers_from_a_cursor_unlinked_with_ref_zero() -> None:
     for a in UNLINKED_CURSOR:
         apply_impl(pool, scanner, a, box)
     assert pool.blocks[2].ref_cnt == 0 and pool.blocks[2].owner is None
-    taken = [b.block_id for _ in range(no_stall_bound(pool.get_num_free_blocks(), 1))
-             for b in scanner.step()]
+    taken = [
+        b.block_id
+        for _ in range(no_stall_bound(pool.get_num_free_blocks(), 1))
+        for b in scanner.step()
+    ]
     assert taken == [1]
     scanner.check_invariants()

@@ -25,8 +25,9 @@ def _fake_group(monkeypatch: pytest.MonkeyPatch, name: str, obs: list[Obligation
     monkeypatch.setattr(registry, "GROUPS", (name,))
 
 
-def _ob(name: str, check: object, kind: Kind = Kind.UNBOUNDED, negative: object = None,
-        bounds: str = "") -> Obligation:
+def _ob(
+    name: str, check: object, kind: Kind = Kind.UNBOUNDED, negative: object = None, bounds: str = ""
+) -> Obligation:
     return Obligation(name, "s", check, negative, kind=kind, bounds=bounds)  # type: ignore[arg-type]
 
 
@@ -46,17 +47,25 @@ def test_verify_exits_zero_and_writes_the_records(
 def test_only_proofs_are_printed_as_proved(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _fake_group(monkeypatch, "fake_kinds", [
-        _ob("k.unbounded", lambda t: proved(), Kind.UNBOUNDED),
-        _ob("k.bounded", lambda t: proved(), Kind.BOUNDED, bounds="N=8"),
-        _ob("k.explored", lambda t: proved("9 states"), Kind.EXPLORED, bounds="2 slots"),
-        _ob("k.tested", lambda t: proved("5 examples"), Kind.TESTED, bounds="5 x 5, seed 0"),
-    ])
+    _fake_group(
+        monkeypatch,
+        "fake_kinds",
+        [
+            _ob("k.unbounded", lambda t: proved(), Kind.UNBOUNDED),
+            _ob("k.bounded", lambda t: proved(), Kind.BOUNDED, bounds="N=8"),
+            _ob("k.explored", lambda t: proved("9 states"), Kind.EXPLORED, bounds="2 slots"),
+            _ob("k.tested", lambda t: proved("5 examples"), Kind.TESTED, bounds="5 x 5, seed 0"),
+        ],
+    )
     out = tmp_path / "r.json"
     assert cli.main(["verify", "--json", str(out)]) == 0
     verdicts = {r["name"]: r["verdict"] for r in json.loads(out.read_text())["records"]}
-    assert verdicts == {"k.unbounded": "proved", "k.bounded": "proved",
-                        "k.explored": "explored", "k.tested": "passed"}
+    assert verdicts == {
+        "k.unbounded": "proved",
+        "k.bounded": "proved",
+        "k.explored": "explored",
+        "k.tested": "passed",
+    }
     text = capsys.readouterr().out
     assert re.search(r"k\.tested\s.*tested\s.*passed", text)
     assert "2 proved" in text and "1 explored" in text and "1 passed" in text
@@ -65,10 +74,14 @@ def test_only_proofs_are_printed_as_proved(
 def test_a_caught_control_is_refuted_and_a_missed_one_fails(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _fake_group(monkeypatch, "fake_controls", [
-        _ob("c.caught", lambda t: proved(), negative=lambda t: refuted("the bug")),
-        _ob("c.missed", lambda t: proved(), negative=lambda t: proved()),
-    ])
+    _fake_group(
+        monkeypatch,
+        "fake_controls",
+        [
+            _ob("c.caught", lambda t: proved(), negative=lambda t: refuted("the bug")),
+            _ob("c.missed", lambda t: proved(), negative=lambda t: proved()),
+        ],
+    )
     out = tmp_path / "r.json"
     assert cli.main(["verify", "--json", str(out)]) == 1
     records = {r["name"]: r for r in json.loads(out.read_text())["records"]}
@@ -96,8 +109,11 @@ def test_the_counts_agree_with_the_records(
 def test_verbose_prints_one_line_per_record(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _fake_group(monkeypatch, "fake_verbose",
-                [_ob("v.one", lambda t: proved(), negative=lambda t: refuted("x"))])
+    _fake_group(
+        monkeypatch,
+        "fake_verbose",
+        [_ob("v.one", lambda t: proved(), negative=lambda t: refuted("x"))],
+    )
     assert cli.main(["verify", "--verbose"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert any(line.startswith("proved") and "v.one" in line for line in lines)
@@ -119,10 +135,14 @@ def test_a_check_past_its_wall_clock_bound_is_unknown(
 def test_verify_fails_and_prints_the_counterexample(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _fake_group(monkeypatch, "fake_bad", [
-        _ob("a.good", lambda t: proved()),
-        _ob("a.bad", lambda t: refuted("transition load_end LOADING->READY")),
-    ])
+    _fake_group(
+        monkeypatch,
+        "fake_bad",
+        [
+            _ob("a.good", lambda t: proved()),
+            _ob("a.bad", lambda t: refuted("transition load_end LOADING->READY")),
+        ],
+    )
     assert cli.main(["verify"]) == 1
     assert "load_end LOADING->READY" in capsys.readouterr().out
 
@@ -135,10 +155,14 @@ def test_verify_reports_a_group_that_cannot_load(monkeypatch: pytest.MonkeyPatch
 def test_verify_only_filters_by_prefix(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _fake_group(monkeypatch, "fake_mixed", [
-        _ob("keep.me", lambda t: proved()),
-        _ob("drop.me", lambda t: refuted("x")),
-    ])
+    _fake_group(
+        monkeypatch,
+        "fake_mixed",
+        [
+            _ob("keep.me", lambda t: proved()),
+            _ob("drop.me", lambda t: refuted("x")),
+        ],
+    )
     assert cli.main(["verify", "--only", "keep"]) == 0
     assert "drop.me" not in capsys.readouterr().out
 
@@ -163,14 +187,17 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.strip() == f"evictable {__version__}"
 
 
-@pytest.mark.parametrize("argv", [
-    ["frobnicate"],
-    [],
-    ["verify", "--timeout", "-3"],
-    ["verify", "--quick", "--thorough"],
-    ["diagram", "--format", "png"],
-    ["explore", "--slots", "-1"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["frobnicate"],
+        [],
+        ["verify", "--timeout", "-3"],
+        ["verify", "--quick", "--thorough"],
+        ["diagram", "--format", "png"],
+        ["explore", "--slots", "-1"],
+    ],
+)
 def test_rejects_bad_arguments_in_one_line(
     argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -35,23 +35,39 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
 
 
 def test_explore_prints_the_figures(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(["explore", "--slots", "2", "--keys", "2", "--max-ref", "1",
-                         "--workers", "1", "--savings"], capsys)
+    code, out, _ = _run(
+        ["explore", "--slots", "2", "--keys", "2", "--max-ref", "1", "--workers", "1", "--savings"],
+        capsys,
+    )
     assert code == 0
     assert "states," in out and "transitions" in out and "states/s" in out and "-> OK" in out
     assert "canonicalisation:" in out and "fewer" in out
 
 
 def test_explore_without_canonicalisation(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(["explore", "--slots", "1", "--keys", "2", "--no-canonical",
-                         "--workers", "2", "--events", "1"], capsys)
+    code, out, _ = _run(
+        [
+            "explore",
+            "--slots",
+            "1",
+            "--keys",
+            "2",
+            "--no-canonical",
+            "--workers",
+            "2",
+            "--events",
+            "1",
+        ],
+        capsys,
+    )
     assert code == 0 and "no canonicalisation" in out and "events<=1" in out
 
 
 def test_explore_takes_a_factory(capsys: pytest.CaptureFixture[str]) -> None:
     spec = "evictable.proofs.controls.manager:non_atomic_prepare_load"
-    code, out, _ = _run(["explore", "--slots", "2", "--keys", "3", "--workers", "1",
-                         "--factory", spec], capsys)
+    code, out, _ = _run(
+        ["explore", "--slots", "2", "--keys", "3", "--workers", "1", "--factory", spec], capsys
+    )
     assert code == 1 and "FAILED" in out and "m.prepare_load(['a', 'b'])" in out
     spec = "tests.proofs.cli.test_commands:raising_factory"
     code, _, err = _run(["explore", "--factory", spec], capsys)
@@ -79,8 +95,9 @@ def test_check_rejects_the_nonatomic_manager_with_a_trace(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     spec = "evictable.proofs.controls.manager:non_atomic_prepare_load"
-    code, out, _ = _run(["check", spec, "--examples", "5",
-                         "--steps", "5", "--seed", "3", "--workers", "1"], capsys)
+    code, out, _ = _run(
+        ["check", spec, "--examples", "5", "--steps", "5", "--seed", "3", "--workers", "1"], capsys
+    )
     assert code == 1
     assert "verdict: REJECTED" in out
     assert "impl changed state on an error" in out
@@ -91,26 +108,44 @@ def test_check_rejects_the_nonatomic_manager_with_a_trace(
 def test_check_accepts_the_reference_implementation(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, out, _ = _run(["check", "evictable.impl.manager:CPUOffloadingManager", "--examples", "5",
-                         "--steps", "5", "--seed", "1", "--workers", "2"], capsys)
+    code, out, _ = _run(
+        [
+            "check",
+            "evictable.impl.manager:CPUOffloadingManager",
+            "--examples",
+            "5",
+            "--steps",
+            "5",
+            "--seed",
+            "1",
+            "--workers",
+            "2",
+        ],
+        capsys,
+    )
     assert code == 0, out
     assert "verdict: conforms" in out and "explorer:" in out
 
 
-@pytest.mark.parametrize(("spec", "message"), [
-    ("evictable.proofs.controls.manager", "expected MODULE:FACTORY"),
-    ("evictable.proofs.controls.manager:", "expected MODULE:FACTORY"),
-    (":make", "expected MODULE:FACTORY"),
-    ("tests.nonatomic manager:make", "expected MODULE:FACTORY"),
-    ("a:b:c", "expected MODULE:FACTORY"),
-    ("no_such_module_xyz:make", "cannot import 'no_such_module_xyz'"),
-    ("evictable.proofs.controls.manager:missing", "has no attribute 'missing'"),
-    ("tests.proofs.cli.test_commands:NOT_CALLABLE", "not callable"),
-    ("tests.proofs.cli.test_commands:raising_factory", "raised RuntimeError: no manager today"),
-    ("tests.proofs.cli.test_commands:not_a_manager", "without the manager API"),
-])
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("evictable.proofs.controls.manager", "expected MODULE:FACTORY"),
+        ("evictable.proofs.controls.manager:", "expected MODULE:FACTORY"),
+        (":make", "expected MODULE:FACTORY"),
+        ("tests.nonatomic manager:make", "expected MODULE:FACTORY"),
+        ("a:b:c", "expected MODULE:FACTORY"),
+        ("no_such_module_xyz:make", "cannot import 'no_such_module_xyz'"),
+        ("evictable.proofs.controls.manager:missing", "has no attribute 'missing'"),
+        ("tests.proofs.cli.test_commands:NOT_CALLABLE", "not callable"),
+        ("tests.proofs.cli.test_commands:raising_factory", "raised RuntimeError: no manager today"),
+        ("tests.proofs.cli.test_commands:not_a_manager", "without the manager API"),
+    ],
+)
 def test_check_rejects_unusable_factories(
-    spec: str, message: str, capsys: pytest.CaptureFixture[str],
+    spec: str,
+    message: str,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     code, out, err = _run(["check", spec, "--examples", "1", "--steps", "1"], capsys)
     assert code == 2 and message in err and out == ""
@@ -129,7 +164,9 @@ def test_load_factory_resolves_dotted_attributes() -> None:
 
 
 def test_check_reports_an_import_that_crashes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     (tmp_path / "crashing_adapter_mod.py").write_text("raise ImportError('boom')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -146,37 +183,57 @@ def _write(path: Path, lines: list[object]) -> Path:
 
 
 def test_replay_accepts_a_matching_trace(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    trace = _write(tmp_path / "t.jsonl", [
-        {"num_blocks": 1},
-        {"op": "prepare_store", "args": {"keys": [{"hex": "00ff"}]},
-         "result": {"keys_to_store": [{"hex": "00ff"}], "slot_ids": [0], "evicted_keys": []}},
-        {"op": "prepare_load", "args": {"keys": [{"hex": "00ff"}]},
-         "error": {"type": "BlockNotReadyError", "keys": [{"hex": "00ff"}]}},
-    ])
+    trace = _write(
+        tmp_path / "t.jsonl",
+        [
+            {"num_blocks": 1},
+            {
+                "op": "prepare_store",
+                "args": {"keys": [{"hex": "00ff"}]},
+                "result": {"keys_to_store": [{"hex": "00ff"}], "slot_ids": [0], "evicted_keys": []},
+            },
+            {
+                "op": "prepare_load",
+                "args": {"keys": [{"hex": "00ff"}]},
+                "error": {"type": "BlockNotReadyError", "keys": [{"hex": "00ff"}]},
+            },
+        ],
+    )
     code, out, _ = _run(["replay", str(trace)], capsys)
     assert code == 0 and "replayed 2 calls" in out
 
 
 def test_replay_reports_the_first_divergence(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    trace = _write(tmp_path / "t.jsonl", [
-        {"op": "prepare_store", "args": {"keys": ["a"]},
-         "result": {"keys_to_store": ["a"], "slot_ids": [0], "evicted_keys": []}},
-        {"op": "lookup", "args": {"key": "a"}, "result": "hit"},
-    ])
+    trace = _write(
+        tmp_path / "t.jsonl",
+        [
+            {
+                "op": "prepare_store",
+                "args": {"keys": ["a"]},
+                "result": {"keys_to_store": ["a"], "slot_ids": [0], "evicted_keys": []},
+            },
+            {"op": "lookup", "args": {"key": "a"}, "result": "hit"},
+        ],
+    )
     code, out, _ = _run(["replay", str(trace), "--num-blocks", "2"], capsys)
     assert code == 1
     assert "first divergence at line 2: lookup('a')" in out and "hit_pending" in out
 
 
 def test_replay_overrides_the_header(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    trace = _write(tmp_path / "t.jsonl", [
-        {"num_blocks": 5, "enable_events": False},
-        {"op": "prepare_store", "args": {"keys": ["a"]}, "result": None},
-    ])
+    trace = _write(
+        tmp_path / "t.jsonl",
+        [
+            {"num_blocks": 5, "enable_events": False},
+            {"op": "prepare_store", "args": {"keys": ["a"]}, "result": None},
+        ],
+    )
     code, out, _ = _run(["replay", str(trace), "--num-blocks", "0", "--events"], capsys)
     assert code == 0 and "ModelManager(0, 'lru', True)" in out
 
@@ -190,7 +247,8 @@ def test_replay_reports_malformed_lines(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_replay_reports_a_missing_header_and_a_missing_file(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     trace = _write(tmp_path / "t.jsonl", [{"op": "reset_cache", "result": None}])
     code, _, err = _run(["replay", str(trace)], capsys)

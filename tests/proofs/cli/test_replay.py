@@ -86,16 +86,19 @@ def test_reports_the_first_divergence_with_its_line_number() -> None:
 
 
 def test_reports_a_wrong_error_as_a_divergence() -> None:
-    lines = [HEADER, trace_line("prepare_load", {"keys": ["x"]},
-                                error=LifecycleError("x", keys=["x"]))]
+    lines = [
+        HEADER,
+        trace_line("prepare_load", {"keys": ["x"]}, error=LifecycleError("x", keys=["x"])),
+    ]
     report = replay_lines(lines)
     assert report.divergence is not None and report.divergence.line == 2
     assert "BlockNotFoundError" in report.divergence.model
 
 
 def test_reports_an_error_the_model_does_not_raise() -> None:
-    ok_call = json.dumps({"op": "lookup", "args": {"key": "a"},
-                          "error": {"type": "BlockNotFoundError"}})
+    ok_call = json.dumps(
+        {"op": "lookup", "args": {"key": "a"}, "error": {"type": "BlockNotFoundError"}}
+    )
     report = replay_lines([HEADER, "", ok_call])
     assert report.divergence is not None and report.divergence.line == 3
 
@@ -116,8 +119,7 @@ def test_keys_round_trip_through_json() -> None:
 
 
 def test_header_can_come_from_the_caller() -> None:
-    body = [json.dumps({"op": "prepare_store", "args": {"keys": ["a", "b", "c"]},
-                        "result": None})]
+    body = [json.dumps({"op": "prepare_store", "args": {"keys": ["a", "b", "c"]}, "result": None})]
     assert replay_lines(body, Header(2)).ok
     with pytest.raises(TraceFormatError, match="no header"):
         replay_lines(body)
@@ -134,8 +136,10 @@ MALFORMED = [
     ("[1, 2]", "expected a JSON object"),
     ('{"op": "prepare_stor", "args": {"keys": []}, "result": null}', "unknown op"),
     ('{"op": "touch", "args": {"keys": ["a"]}}', "exactly one of"),
-    ('{"op": "touch", "args": {"keys": ["a"]}, "result": null, "error": {"type": "X"}}',
-     "exactly one of"),
+    (
+        '{"op": "touch", "args": {"keys": ["a"]}, "result": null, "error": {"type": "X"}}',
+        "exactly one of",
+    ),
     ('{"op": "touch", "args": {"keys": [1.5]}, "result": null}', "a key must be"),
     ('{"op": "touch", "args": {"keys": [{"hex": "zz"}]}, "result": null}', "bad hex"),
     ('{"op": "touch", "args": {"key": "a"}, "result": null}', "takes args"),
@@ -144,11 +148,15 @@ MALFORMED = [
     ('{"op": "touch", "args": {"keys": []}, "result": 3}', "returns null"),
     ('{"op": "lookup", "args": {"key": "a"}, "result": "maybe"}', "lookup result"),
     ('{"op": "prepare_load", "args": {"keys": []}, "result": [true]}', "list of integers"),
-    ('{"op": "prepare_store", "args": {"keys": []}, "result": {"slot_ids": []}}',
-     "prepare_store result"),
+    (
+        '{"op": "prepare_store", "args": {"keys": []}, "result": {"slot_ids": []}}',
+        "prepare_store result",
+    ),
     ('{"op": "take_events", "result": [{"keys": []}]}', "an event must be"),
-    ('{"op": "complete_store", "args": {"keys": [], "success": 1}, "result": []}',
-     "success must be"),
+    (
+        '{"op": "complete_store", "args": {"keys": [], "success": 1}, "result": []}',
+        "success must be",
+    ),
     ('{"op": "num_pending", "result": "0"}', "must be an integer"),
     ('{"op": "touch", "args": {"keys": []}, "error": {"kind": "X"}}', "error must be"),
     ('{"op": "touch", "args": {"keys": []}, "result": null, "note": 1}', "unknown fields"),
@@ -166,10 +174,15 @@ def test_rejects_malformed_lines_with_their_line_number(line: str, message: str)
     assert isinstance(info.value, ValueError) and not isinstance(info.value, LifecycleError)
 
 
-@pytest.mark.parametrize("header", [
-    '{"num_blocks": -1}', '{"num_blocks": true}', '{"num_blocks": 2, "policy": 3}',
-    '{"num_blocks": 2, "colour": "red"}',
-])
+@pytest.mark.parametrize(
+    "header",
+    [
+        '{"num_blocks": -1}',
+        '{"num_blocks": true}',
+        '{"num_blocks": 2, "policy": 3}',
+        '{"num_blocks": 2, "colour": "red"}',
+    ],
+)
 def test_rejects_malformed_headers(header: str) -> None:
     with pytest.raises(TraceFormatError) as info:
         parse_trace([header])

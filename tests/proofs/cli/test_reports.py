@@ -23,16 +23,33 @@ SMALL = ["--examples", "5", "--steps", "5", "--seed", "3", "--workers", "1"]
 
 def _traces(tmp: Path) -> dict[str, Path]:
     match = tmp / "match.jsonl"
-    match.write_text("\n".join(json.dumps(x) for x in [
-        {"num_blocks": 1},
-        {"op": "prepare_store", "args": {"keys": ["a"]},
-         "result": {"keys_to_store": ["a"], "slot_ids": [0], "evicted_keys": []}},
-    ]) + "\n", encoding="utf-8")
+    match.write_text(
+        "\n".join(
+            json.dumps(x)
+            for x in [
+                {"num_blocks": 1},
+                {
+                    "op": "prepare_store",
+                    "args": {"keys": ["a"]},
+                    "result": {"keys_to_store": ["a"], "slot_ids": [0], "evicted_keys": []},
+                },
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     diverge = tmp / "diverge.jsonl"
-    diverge.write_text("\n".join(json.dumps(x) for x in [
-        {"num_blocks": 1},
-        {"op": "lookup", "args": {"key": "a"}, "result": "hit"},
-    ]) + "\n", encoding="utf-8")
+    diverge.write_text(
+        "\n".join(
+            json.dumps(x)
+            for x in [
+                {"num_blocks": 1},
+                {"op": "lookup", "args": {"key": "a"}, "result": "hit"},
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     binary = tmp / "binary.jsonl"
     binary.write_bytes(b'{"num_blocks": 1}\n\xff\xfe\x00garbage\n')
     return {"match": match, "diverge": diverge, "binary": binary}
@@ -45,8 +62,11 @@ CASES: list[tuple[str, list[str], int]] = [
     ("check with a bad spec", ["check", "no-colon"], 2),
     ("check with an unknown policy", ["check", GOOD, "--policy", "fifo"], 2),
     ("explore holds", ["explore", "--slots", "1", "--keys", "2", "--workers", "1"], 0),
-    ("explore finds a divergence", ["explore", "--slots", "2", "--keys", "3", "--workers", "1",
-                                    "--factory", BROKEN], 1),
+    (
+        "explore finds a divergence",
+        ["explore", "--slots", "2", "--keys", "3", "--workers", "1", "--factory", BROKEN],
+        1,
+    ),
     ("explore stops at its state cap", ["explore", "--max-states", "3", "--workers", "1"], 2),
     ("explore with bad bounds", ["explore", "--keys", "0"], 2),
     ("replay matches", ["replay", "{match}"], 0),
@@ -82,8 +102,15 @@ def test_exit_code_and_report(
 
 def test_the_schema_is_itself_valid_and_rejects_a_wrong_report() -> None:
     jsonschema.Draft202012Validator.check_schema(schema())
-    bad = {"schema": "evictable.report", "schema_version": SCHEMA_VERSION,
-           "tool": {"name": "evictable", "version": "0", "commit": None},
-           "command": "verify", "argv": [], "exit_code": 0, "ok": True, "seconds": 0.0}
+    bad = {
+        "schema": "evictable.report",
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "evictable", "version": "0", "commit": None},
+        "command": "verify",
+        "argv": [],
+        "exit_code": 0,
+        "ok": True,
+        "seconds": 0.0,
+    }
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema())  # a verify report without its records

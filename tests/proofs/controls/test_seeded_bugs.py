@@ -47,6 +47,5 @@ def test_conformance_engine_catches_seeded_bug(bug: SeededBug, policy: str) -> N
 
 @pytest.mark.parametrize("policy", ["lru", "arc"])
 def test_the_unbroken_implementation_passes_the_same_run(policy: str) -> None:
-    record = run_conformance(CPUOffloadingManager, policy, 60, 40, seed=SEED,
-                             inject_faults=False)
+    record = run_conformance(CPUOffloadingManager, policy, 60, 40, seed=SEED, inject_faults=False)
     assert record.status == "passed", record.text()

@@ -70,7 +70,10 @@ def test_figures_do_not_depend_on_the_number_of_workers() -> None:
     one = explore(SMALL, workers=1).figures
     two = explore(SMALL, workers=2).figures
     assert (one.states, one.transitions, one.max_depth) == (
-        two.states, two.transitions, two.max_depth)
+        two.states,
+        two.transitions,
+        two.max_depth,
+    )
 
 
 @pytest.mark.parametrize("policy", sorted(MODEL_POLICIES))
@@ -89,10 +92,15 @@ def _snap(keys: tuple[str, str]) -> ManagerSnapshot:
     a, b = keys
     return ManagerSnapshot(
         num_blocks=2,
-        blocks=frozenset({BlockEntry(a, CpuState.READY, 0, 1),
-                          BlockEntry(b, CpuState.LOADING, 1, 0)}),
-        free_stack=(), high_water=2, num_evictable=1, num_pending=0,
-        pending_events=(), policy=LruPolicySnapshot((a,)),
+        blocks=frozenset(
+            {BlockEntry(a, CpuState.READY, 0, 1), BlockEntry(b, CpuState.LOADING, 1, 0)}
+        ),
+        free_stack=(),
+        high_water=2,
+        num_evictable=1,
+        num_pending=0,
+        pending_events=(),
+        policy=LruPolicySnapshot((a,)),
     )
 
 
@@ -121,8 +129,11 @@ def test_alphabet_holds_bad_inputs_and_respects_the_ref_bound() -> None:
     ops = [alpha.ops[i] for i in alpha.ops_for(0b11, 0b01, False)]
     assert Op("prepare_load", ("a", "a")) not in ops and Op("prepare_load", ("b",)) in ops
     assert not any(op.method == "prepare_load" and "a" in op.keys for op in ops)
-    for dup in (Op("complete_load", ("b", "b")), Op("touch", ("a", "a")),
-                Op("complete_store", ("a", "a"), False)):
+    for dup in (
+        Op("complete_load", ("b", "b")),
+        Op("touch", ("a", "a")),
+        Op("complete_store", ("a", "a"), False),
+    ):
         assert dup in ops
     assert Op("reset_cache") in ops and Op("take_events") in ops
 
@@ -132,7 +143,10 @@ def test_finds_a_seeded_bug_with_a_shortest_runnable_trace() -> None:
     assert run.failure is not None
     fail = run.failure
     assert [op.text for op in fail.path] == [
-        "prepare_store(['a'])", "complete_store(['a'])", "prepare_load(['a'])"]
+        "prepare_store(['a'])",
+        "complete_store(['a'])",
+        "prepare_load(['a'])",
+    ]
     assert fail.op is not None and fail.op.text == "complete_load(['a', 'b'])"
     assert "impl changed state on an error" in fail.reason
     printed = _run_snippet(fail.snippet)
@@ -166,7 +180,8 @@ def test_checks_every_invariant_in_every_state(monkeypatch: pytest.MonkeyPatch) 
     assert run.failure is not None
     assert "counters_match" in run.failure.reason
     assert run.failure.op is None and [op.text for op in run.failure.path] == [
-        "prepare_store(['a'])"]
+        "prepare_store(['a'])"
+    ]
 
 
 def test_events_bound_prunes_successors() -> None:
@@ -179,10 +194,17 @@ def test_state_limit_reports_incomplete() -> None:
     assert not run.figures.complete and not run.ok and run.failure is None
 
 
-@pytest.mark.parametrize("bad", [
-    Bounds(keys=0), Bounds(keys=27), Bounds(max_ref=0), Bounds(slots=-1),
-    Bounds(policy="no-such-policy"), Bounds(batch=True),  # type: ignore[arg-type]
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        Bounds(keys=0),
+        Bounds(keys=27),
+        Bounds(max_ref=0),
+        Bounds(slots=-1),
+        Bounds(policy="no-such-policy"),
+        Bounds(batch=True),  # type: ignore[arg-type]
+    ],
+)
 def test_rejects_bad_bounds(bad: Bounds) -> None:
     with pytest.raises(ValueError):
         explore(bad, workers=1)
@@ -194,8 +216,9 @@ def test_obligations_are_proved_and_their_controls_caught(
     for policy in MODEL_POLICIES:
         tiny = replace(TINY, policy=policy)
         current = policies.profile(policy)
-        monkeypatch.setitem(policies._PROFILES, policy,
-                            replace(current, explore={**current.explore, "quick": tiny}))
+        monkeypatch.setitem(
+            policies._PROFILES, policy, replace(current, explore={**current.explore, "quick": tiny})
+        )
     obs = obligations("quick")
     assert [ob.name for ob in obs] == [f"explore.{p}" for p in MODEL_POLICIES]
     for ob in obs:
@@ -233,8 +256,9 @@ def _rename(value: object, pi: dict[str, str]) -> object:
     if isinstance(value, tuple):
         return tuple(_rename(v, pi) for v in value)
     if isinstance(value, PrepareStoreOutput):
-        return PrepareStoreOutput(*(_rename(getattr(value, f), pi) for f in
-                                    ("keys_to_store", "slot_ids", "evicted_keys")))
+        return PrepareStoreOutput(
+            *(_rename(getattr(value, f), pi) for f in ("keys_to_store", "slot_ids", "evicted_keys"))
+        )
     if isinstance(value, OffloadingEvent):
         return OffloadingEvent(_rename(value.keys, pi), value.removed)  # type: ignore[arg-type]
     return value
@@ -246,7 +270,9 @@ def _rename(value: object, pi: dict[str, str]) -> object:
     policy=st.sampled_from(sorted(MODEL_POLICIES)),
 )
 def test_canonical_form_is_invariant_under_key_renaming(
-    steps: list[int], perm: list[str], policy: str,
+    steps: list[int],
+    perm: list[str],
+    policy: str,
 ) -> None:
     """The premise of canonicalisation: renaming keys maps every run of the model to
     a run with renamed results and the same canonical code, and the plain code
@@ -284,8 +310,9 @@ def test_only_fault_injection_bugs_are_left_to_the_conformance_engine() -> None:
     assert len(EXPLORABLE_BUGS) >= 12
 
 
-@pytest.mark.parametrize(("bug", "bounds"), EXPLORABLE_BUGS,
-                         ids=[bug.name for bug, _ in EXPLORABLE_BUGS])
+@pytest.mark.parametrize(
+    ("bug", "bounds"), EXPLORABLE_BUGS, ids=[bug.name for bug, _ in EXPLORABLE_BUGS]
+)
 def test_finds_every_seeded_bug_with_a_short_trace(bug: SeededBug, bounds: Bounds) -> None:
     run = explore(bounds, bug.factory, workers=1)
     assert run.failure is not None, f"{bug.name} survived {run.figures.line()}"
@@ -307,8 +334,7 @@ class _Wrapped:
         return getattr(self.inner, name)
 
 
-@pytest.mark.parametrize("extra", [lambda: None, threading.Lock()],
-                         ids=["lambda", "lock"])
+@pytest.mark.parametrize("extra", [lambda: None, threading.Lock()], ids=["lambda", "lock"])
 def test_explores_adapters_that_cannot_be_pickled_or_copied(extra: object) -> None:
     def factory(num_blocks: int, policy: str, events: bool) -> _Wrapped:
         return _Wrapped(explore_mod.default_factory()(num_blocks, policy, events), extra)
@@ -317,4 +343,6 @@ def test_explores_adapters_that_cannot_be_pickled_or_copied(extra: object) -> No
     plain = explore(TINY, workers=1)
     assert wrapped.ok, wrapped.summary()
     assert (wrapped.figures.states, wrapped.figures.transitions) == (
-        plain.figures.states, plain.figures.transitions)
+        plain.figures.states,
+        plain.figures.transitions,
+    )

@@ -215,11 +215,19 @@ def test_impl_run_reaches_every_interesting_outcome() -> None:
     assert record.ok, record.text()
     seen = {kind for kind, count in record.outcomes if count}
     wanted = {
-        "prepare_store:evicts", "prepare_store:none", "prepare_store:ok",
-        "complete_store:ok", "prepare_load:ok", "complete_load:ok", "take_events:ok",
-        "prepare_load:BlockNotFoundError", "prepare_load:BlockNotReadyError",
-        "complete_load:NotLoadingError", "prepare_store:DuplicateKeysError",
-        "complete_store:InvalidArgumentError", "lookup:InvalidArgumentError",
+        "prepare_store:evicts",
+        "prepare_store:none",
+        "prepare_store:ok",
+        "complete_store:ok",
+        "prepare_load:ok",
+        "complete_load:ok",
+        "take_events:ok",
+        "prepare_load:BlockNotFoundError",
+        "prepare_load:BlockNotReadyError",
+        "complete_load:NotLoadingError",
+        "prepare_store:DuplicateKeysError",
+        "complete_store:InvalidArgumentError",
+        "lookup:InvalidArgumentError",
     }
     assert wanted <= seen, record.coverage()
     hooks = {kind for kind in seen if kind.startswith("fault:")}

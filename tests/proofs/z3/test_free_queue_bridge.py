@@ -28,6 +28,7 @@ K = 5
 
 def encode(q: FreeKVCacheBlockQueue, blocks: list[KVCacheBlock]) -> QState:
     """The concrete queue as Z3 arrays (ground terms)."""
+
     def node_id(b: KVCacheBlock | None) -> int:
         if b is None:
             return NIL
@@ -54,14 +55,17 @@ def ground(s: QState) -> tuple[list[int], list[int], list[bool], int]:
         v = z3.simplify(t)
         return z3.is_true(v) if z3.is_bool(v) else v.as_long()
 
-    return ([val(z3.Select(s.nxt, i)) for i in range(K + 2)],
-            [val(z3.Select(s.prv, i)) for i in range(K + 2)],
-            [val(z3.Select(s.linked, i)) for i in range(K)],
-            val(s.count))
+    return (
+        [val(z3.Select(s.nxt, i)) for i in range(K + 2)],
+        [val(z3.Select(s.prv, i)) for i in range(K + 2)],
+        [val(z3.Select(s.linked, i)) for i in range(K)],
+        val(s.count),
+    )
 
 
 queues = st.permutations(range(K)).flatmap(
-    lambda perm: st.integers(0, K).map(lambda n: list(perm[:n])))
+    lambda perm: st.integers(0, K).map(lambda n: list(perm[:n]))
+)
 
 
 def build(order: list[int]) -> tuple[FreeKVCacheBlockQueue, list[KVCacheBlock]]:
@@ -94,8 +98,11 @@ def test_z3_operations_match_the_implementation(order: list[int], data: st.DataO
         post, _ = op_popleft_n(pre, m)
         q.popleft_n(m)
     else:
-        bs = data.draw(st.permutations(unlinked).flatmap(
-            lambda p: st.integers(0, len(p)).map(lambda n: list(p[:n]))))
+        bs = data.draw(
+            st.permutations(unlinked).flatmap(
+                lambda p: st.integers(0, len(p)).map(lambda n: list(p[:n]))
+            )
+        )
         link = op_append_n if op == "append_n" else op_prepend_n
         post = link(pre, [z3.IntVal(b) for b in bs])
         getattr(q, op)([blocks[b] for b in bs])

@@ -33,7 +33,8 @@ def test_broken_remove_counterexample_shows_the_dangling_prev() -> None:
 
 
 def test_freeing_the_last_reference_without_linking_is_refuted() -> None:
-    last_free = next(t for t in GPU_MACHINE.transitions
-                     if t.event.value == "free" and t.target.name == "FREE")
+    last_free = next(
+        t for t in GPU_MACHINE.transitions if t.event.value == "free" and t.target.name == "FREE"
+    )
     assert check_table(last_free, 3, Hook.NONE, 30.0).status is Status.COUNTEREXAMPLE
     assert check_table(last_free, 3, Hook.FLAG_ON, 30.0).status is Status.PROVED

@@ -45,15 +45,19 @@ def _missed_on_load_end(machine: Machine, t: Transition) -> dict[str, int]:
 
 def test_missed_evictable_increment_on_load_end_is_named() -> None:
     outcome = counters.check_counter_step(
-        CPU_MACHINE, "num_evictable", TIMEOUT_S, _missed_on_load_end)
+        CPU_MACHINE, "num_evictable", TIMEOUT_S, _missed_on_load_end
+    )
     assert outcome.status is Status.COUNTEREXAMPLE
-    assert "transition load_end LOADING->READY (delta num_evictable +0, but #READY " \
+    assert (
+        "transition load_end LOADING->READY (delta num_evictable +0, but #READY "
         "changes by +1)" in outcome.counterexample
+    )
 
 
 def test_batch_counterexample_lists_the_offending_block_first() -> None:
     outcome = counters.check_counter_batch(
-        CPU_MACHINE, "num_evictable", 3, TIMEOUT_S, _missed_on_load_end)
+        CPU_MACHINE, "num_evictable", 3, TIMEOUT_S, _missed_on_load_end
+    )
     assert outcome.status is Status.COUNTEREXAMPLE
     first_block = outcome.counterexample.split("; block ")[1]
     assert "load_end LOADING->READY" in first_block

@@ -43,8 +43,7 @@ def test_most_recent_walk_still_takes_exactly_n_eligible() -> None:
 
 
 def test_allocator_that_double_hands_a_slot_is_refuted() -> None:
-    outcome = slots.check_slot_step(
-        "alloc", 4, TIMEOUT_S, Allocator(bumps_high_water=False))
+    outcome = slots.check_slot_step("alloc", 4, TIMEOUT_S, Allocator(bumps_high_water=False))
     assert outcome.status is Status.COUNTEREXAMPLE
     assert outcome.counterexample.startswith("alloc slot ")
     assert "violated: slot_partition" in outcome.counterexample

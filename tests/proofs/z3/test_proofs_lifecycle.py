@@ -102,10 +102,13 @@ def test_one_line_table_change_fails_with_counterexample_naming_the_row(
     failures = [r for r in _run_lifecycle_group() if not r.ok]
     assert failures, f"{change} was not caught"
     # A claim with a counterexample, or a control no longer refuted (its record's name).
-    assert all(r.status is (Status.NOT_REFUTED if r.control_of else Status.COUNTEREXAMPLE)
-               for r in failures)
-    assert any(r.counterexample.startswith(f"transition {label}:") for r in failures), \
-        [r.counterexample for r in failures]
+    assert all(
+        r.status is (Status.NOT_REFUTED if r.control_of else Status.COUNTEREXAMPLE)
+        for r in failures
+    )
+    assert any(r.counterexample.startswith(f"transition {label}:") for r in failures), [
+        r.counterexample for r in failures
+    ]
     assert any("violated:" in r.counterexample for r in failures)
 
 
@@ -122,10 +125,10 @@ def test_dropped_hook_on_load_end_fails_with_counterexample(
     monkeypatch.setattr(lifecycle, "derive_hook", dropped)
     failures = [r for r in _run_lifecycle_group() if not r.ok]
     names = {r.name for r in failures}
-    assert {"cpu.consecution.load_end.LOADING->READY",
-            "cpu.hooks.load_end.LOADING->READY"} <= names
-    text = next(r.counterexample for r in failures
-                if r.name == "cpu.consecution.load_end.LOADING->READY")
+    assert {"cpu.consecution.load_end.LOADING->READY", "cpu.hooks.load_end.LOADING->READY"} <= names
+    text = next(
+        r.counterexample for r in failures if r.name == "cpu.consecution.load_end.LOADING->READY"
+    )
     assert text.startswith("transition load_end LOADING->READY: block b0")
     assert "violated: evictable_iff_idle" in text
 
@@ -146,9 +149,13 @@ def test_evictable_verify_fails_on_broken_table(
 def test_retargeted_variants_are_not_validated_tables() -> None:
     # The controls bypass `validate` on purpose: every one would be rejected at import.
     for i in range(len(CPU_MACHINE.transitions)):
-        broken = lc.replace_row(CPU_MACHINE, i, target=CpuState.PENDING
-                                if CPU_MACHINE.transitions[i].target is not CpuState.PENDING
-                                else CpuState.READY)
+        broken = lc.replace_row(
+            CPU_MACHINE,
+            i,
+            target=CpuState.PENDING
+            if CPU_MACHINE.transitions[i].target is not CpuState.PENDING
+            else CpuState.READY,
+        )
         with pytest.raises(lifecycle.TableError):
             lifecycle.validate(dataclasses.replace(broken))
 

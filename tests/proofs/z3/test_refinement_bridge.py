@@ -62,15 +62,17 @@ def _perturbed(m: Machine, post: Phase, in_list: bool) -> list[tuple[Phase, bool
 _MACHINES = {m.name: m for m in (CPU_MACHINE, GPU_MACHINE)}
 
 
-def _related(m: Machine, pre: Phase, pre_in: bool, event: Event | None,
-             post: Phase, post_in: bool) -> bool:
+def _related(
+    m: Machine, pre: Phase, pre_in: bool, event: Event | None, post: Phase, post_in: bool
+) -> bool:
     """T(pre, event, post) evaluated in Z3 (event None: the frame, nothing changes)."""
     return _related_cached(m.name, pre, pre_in, event, post, post_in)
 
 
 @functools.cache
-def _related_cached(name: str, pre: Phase, pre_in: bool, event: Event | None,
-                    post: Phase, post_in: bool) -> bool:
+def _related_cached(
+    name: str, pre: Phase, pre_in: bool, event: Event | None, post: Phase, post_in: bool
+) -> bool:
     m = _MACHINES[name]
     ss = state_sort(m)
     a, b = concrete_terms(ss, pre, pre_in), concrete_terms(ss, post, post_in)
@@ -79,8 +81,9 @@ def _related_cached(name: str, pre: Phase, pre_in: bool, event: Event | None,
     return _holds(step_term(m, event, a, b))
 
 
-def _check_step(m: Machine, pre: Phase, pre_in: bool, event: Event | None,
-                post: Phase, post_in: bool) -> None:
+def _check_step(
+    m: Machine, pre: Phase, pre_in: bool, event: Event | None, post: Phase, post_in: bool
+) -> None:
     """(pre, event, post) satisfies T; each perturbed post does not."""
     assert _related(m, pre, pre_in, event, post, post_in), (pre, pre_in, event, post, post_in)
     for wrong, wrong_in in _perturbed(m, post, post_in):
@@ -102,8 +105,7 @@ def _run_block(m: Machine, start: Phase, events: list[Event]) -> None:
         try:
             after = step(m, phase, event, "k")
         except LifecycleError:
-            assert _holds(rejects_term(m, event, concrete_terms(ss, phase, flag))), \
-                (phase, event)
+            assert _holds(rejects_term(m, event, concrete_terms(ss, phase, flag))), (phase, event)
             continue
         assert not _holds(rejects_term(m, event, concrete_terms(ss, phase, flag)))
         _check_step(m, phase, flag, event, after, m.spec(after.state).flag)
@@ -126,16 +128,27 @@ def test_rejects_a_perturbed_successor_of_load_end() -> None:
     _check_step(CPU_MACHINE, pre, False, CpuEvent.LOAD_END, post, True)
     # The successor without the mark_evictable effect is not a T-successor.
     ss = state_sort(CPU_MACHINE)
-    term = step_term(CPU_MACHINE, CpuEvent.LOAD_END, concrete_terms(ss, pre, False),
-                     concrete_terms(ss, post, False))
+    term = step_term(
+        CPU_MACHINE,
+        CpuEvent.LOAD_END,
+        concrete_terms(ss, pre, False),
+        concrete_terms(ss, post, False),
+    )
     assert not _holds(term)
 
 
 # ------------------------------------------------------------------ whole manager operations
 
 KEYS = tuple(range(4))
-OPS = ("prepare_store", "complete_store", "prepare_load", "complete_load", "touch",
-       "reset_cache", "duplicate")
+OPS = (
+    "prepare_store",
+    "complete_store",
+    "prepare_load",
+    "complete_load",
+    "touch",
+    "reset_cache",
+    "duplicate",
+)
 WANTS: dict[str, tuple[CpuState, ...]] = {
     "prepare_store": (CpuState.ABSENT,),
     "complete_store": (CpuState.PENDING,),
@@ -225,10 +238,10 @@ def test_manager_operations_satisfy_the_transition_relation(
             if not isinstance(err, DuplicateKeysError):
                 culprit = err.keys[0]
                 pre, pre_in = _block(before, culprit)
-                event = {"prepare_load": CpuEvent.LOAD_BEGIN,
-                         "complete_load": CpuEvent.LOAD_END}[op[0]]
-                assert _holds(rejects_term(CPU_MACHINE, event,
-                                           concrete_terms(ss, pre, pre_in)))
+                event = {"prepare_load": CpuEvent.LOAD_BEGIN, "complete_load": CpuEvent.LOAD_END}[
+                    op[0]
+                ]
+                assert _holds(rejects_term(CPU_MACHINE, event, concrete_terms(ss, pre, pre_in)))
             continue
         after = mgr.snapshot()
         for key in KEYS:

@@ -21,11 +21,14 @@ from evictable.model.errors import (
     InsufficientFreeBlocksError,
     InvalidArgumentError,
     InvariantViolationError,
-    RefCountUnderflowError,
 )
 from evictable.model.free_queue import repeated
+from evictable.model.lifecycle import GPU_MACHINE, GpuEvent, GpuState, Phase, rejection_error
 
 __all__ = ["BlockPool"]
+
+_FREE = Phase(GpuState.FREE, 0)
+"""A block in the free queue: freeing it is the table's `RefCountUnderflowError`."""
 
 
 class BlockPool:
@@ -138,7 +141,7 @@ class BlockPool:
             raise DuplicateBlocksError(repeated(b.block_id for b in real))
         for b in real:
             if b.ref_cnt <= 0:
-                raise RefCountUnderflowError(block_ids=[b.block_id])
+                raise rejection_error(GPU_MACHINE, _FREE, GpuEvent.FREE, b.block_id)
         to_front: list[KVCacheBlock] = []
         to_back: list[KVCacheBlock] = []
         for b in real:

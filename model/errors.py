@@ -31,6 +31,7 @@ __all__ = [
     "QueueEmptyError",
     "RefCountUnderflowError",
     "StaleCursorError",
+    "refused",
 ]
 
 
@@ -40,6 +41,9 @@ class LifecycleError(Exception):
     Attributes:
         keys: the offending CPU block keys, in the order they were found.
         block_ids: the offending GPU block ids, in the order they were found.
+        event, state, reason: for a call the lifecycle table refuses, the table's
+            event (e.g. "load_begin"), the state it refuses it in (e.g. "PENDING")
+            and the row's reason (e.g. "store still in flight"); None otherwise.
     """
 
     def __init__(
@@ -48,19 +52,38 @@ class LifecycleError(Exception):
         *,
         keys: Iterable[Hashable] = (),
         block_ids: Iterable[int] = (),
+        event: str | None = None,
+        state: str | None = None,
+        reason: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.keys: tuple[Hashable, ...] = tuple(keys)
         self.block_ids: tuple[int, ...] = tuple(block_ids)
+        self.event = event
+        self.state = state
+        self.reason = reason
 
     def __str__(self) -> str:
         # KeyError quotes its argument; every error here prints its message as is.
         return self.message
 
-    def identity(self) -> tuple[type[LifecycleError], tuple[Hashable, ...], tuple[int, ...]]:
-        """What two errors must share to count as the same error (type and attributes)."""
-        return (type(self), self.keys, self.block_ids)
+    def identity(self) -> tuple[object, ...]:
+        """What two errors must share to count as the same error: the type and every
+        attribute (the offenders, the refused event and state, counts, names), but
+        not the message text."""
+        attrs = sorted((k, v) for k, v in vars(self).items() if k != "message")
+        return (type(self), *attrs)
+
+
+def refused(
+    default: str, offenders: str, event: str | None, state: str | None, reason: str | None
+) -> str:
+    """The message of a refused call: the table's words when it comes from a table row
+    (`load_begin refused for b'a' in PENDING: store still in flight`), else `default`."""
+    if event is None:
+        return default
+    return f"{event} refused for {offenders} in {state}: {reason}"
 
 
 def _keys_text(keys: Iterable[Hashable]) -> str:
@@ -85,25 +108,57 @@ class DuplicateKeysError(LifecycleError, ValueError):
 class BlockNotFoundError(LifecycleError, KeyError):
     """A key that must be resident is ABSENT."""
 
-    def __init__(self, keys: Iterable[Hashable]) -> None:
+    def __init__(
+        self,
+        keys: Iterable[Hashable],
+        *,
+        event: str | None = None,
+        state: str | None = None,
+        reason: str | None = None,
+    ) -> None:
         ks = tuple(keys)
-        super().__init__(f"block not found: {_keys_text(ks)}", keys=ks)
+        text = refused(f"block not found: {_keys_text(ks)}", _keys_text(ks), event, state, reason)
+        super().__init__(text, keys=ks, event=event, state=state, reason=reason)
 
 
 class BlockNotReadyError(LifecycleError, AssertionError):
     """A load was asked of a block whose store is still in flight (PENDING)."""
 
-    def __init__(self, keys: Iterable[Hashable]) -> None:
+    def __init__(
+        self,
+        keys: Iterable[Hashable],
+        *,
+        event: str | None = None,
+        state: str | None = None,
+        reason: str | None = None,
+    ) -> None:
         ks = tuple(keys)
-        super().__init__(f"block not ready (store in flight): {_keys_text(ks)}", keys=ks)
+        text = refused(
+            f"block not ready (store in flight): {_keys_text(ks)}",
+            _keys_text(ks),
+            event,
+            state,
+            reason,
+        )
+        super().__init__(text, keys=ks, event=event, state=state, reason=reason)
 
 
 class NotLoadingError(LifecycleError, AssertionError):
     """`complete_load` on a block that has no load in flight (ref_cnt <= 0)."""
 
-    def __init__(self, keys: Iterable[Hashable]) -> None:
+    def __init__(
+        self,
+        keys: Iterable[Hashable],
+        *,
+        event: str | None = None,
+        state: str | None = None,
+        reason: str | None = None,
+    ) -> None:
         ks = tuple(keys)
-        super().__init__(f"block has no load in flight: {_keys_text(ks)}", keys=ks)
+        text = refused(
+            f"block has no load in flight: {_keys_text(ks)}", _keys_text(ks), event, state, reason
+        )
+        super().__init__(text, keys=ks, event=event, state=state, reason=reason)
 
 
 class QueueEmptyError(LifecycleError, ValueError):
@@ -133,9 +188,19 @@ class DuplicateBlocksError(LifecycleError, ValueError):
 class BlockNotLinkedError(LifecycleError, RuntimeError):
     """A block that is not in the free queue was asked to leave it."""
 
-    def __init__(self, block_ids: Iterable[int]) -> None:
+    def __init__(
+        self,
+        block_ids: Iterable[int],
+        *,
+        event: str | None = None,
+        state: str | None = None,
+        reason: str | None = None,
+    ) -> None:
         ids = tuple(block_ids)
-        super().__init__(f"block not in the free queue: {list(ids)}", block_ids=ids)
+        text = refused(
+            f"block not in the free queue: {list(ids)}", f"block {list(ids)}", event, state, reason
+        )
+        super().__init__(text, block_ids=ids, event=event, state=state, reason=reason)
 
 
 class BlockAlreadyLinkedError(LifecycleError, RuntimeError):
@@ -185,10 +250,14 @@ class RefCountUnderflowError(LifecycleError, ValueError):
         *,
         keys: Iterable[Hashable] = (),
         block_ids: Iterable[int] = (),
+        event: str | None = None,
+        state: str | None = None,
+        reason: str | None = None,
     ) -> None:
         ks, ids = tuple(keys), tuple(block_ids)
-        what = _keys_text(ks) if ks else str(list(ids))
-        super().__init__(f"ref count underflow: {what}", keys=ks, block_ids=ids)
+        what = _keys_text(ks) if ks else f"block {list(ids)}"
+        text = refused(f"ref count underflow: {what}", what, event, state, reason)
+        super().__init__(text, keys=ks, block_ids=ids, event=event, state=state, reason=reason)
 
 
 class InvariantViolationError(LifecycleError, RuntimeError):

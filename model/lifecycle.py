@@ -50,6 +50,7 @@ from evictable.model.machine import (
     Transition,
     counter_delta,
     derive_hook,
+    rejection_error,
     step,
     validate,
 )
@@ -76,6 +77,7 @@ __all__ = [
     "Transition",
     "counter_delta",
     "derive_hook",
+    "rejection_error",
     "step",
     "validate",
 ]

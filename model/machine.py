@@ -38,6 +38,7 @@ __all__ = [
     "Transition",
     "counter_delta",
     "derive_hook",
+    "rejection_error",
     "step",
     "validate",
 ]
@@ -258,13 +259,23 @@ def counter_delta(machine: Machine, t: Transition) -> dict[str, int]:
     }
 
 
-def _raise(machine: Machine, error: type[LifecycleError], item: Hashable) -> LifecycleError:
-    if error is RefCountUnderflowError:
+def rejection_error(machine: Machine, phase: Phase, event: Event, item: Hashable) -> LifecycleError:
+    """The error the table's rejection of (`phase.state`, `event`) names, for `item`
+    (a key or a block id): its message and its `event`, `state` and `reason`
+    attributes come from the row (docs/semantics.md, "Errors").
+
+    Raises `TableError` when the table does not reject that pair.
+    """
+    row = machine.rejection(phase.state, event)
+    if row is None:
+        raise TableError(f"{machine.name}: {event.value} is not rejected in {phase.state}")
+    words = {"event": event.value, "state": phase.state.name, "reason": row.reason}
+    if row.error is RefCountUnderflowError:
         if machine.item_kind == "key":
-            return RefCountUnderflowError(keys=[item])
-        return RefCountUnderflowError(block_ids=[item])  # type: ignore[list-item]
-    make = cast(Callable[[list[Hashable]], LifecycleError], error)
-    return make([item])
+            return RefCountUnderflowError(keys=[item], **words)
+        return RefCountUnderflowError(block_ids=[item], **words)  # type: ignore[list-item]
+    make = cast(Callable[..., LifecycleError], row.error)
+    return make([item], **words)
 
 
 def step(machine: Machine, phase: Phase, event: Event, item: Hashable = None) -> Phase:
@@ -281,9 +292,8 @@ def step(machine: Machine, phase: Phase, event: Event, item: Hashable = None) ->
     for t in machine.transitions_from(phase.state, event):
         if t.guard.holds(phase.ref):
             return Phase(t.target, t.update.apply(phase.ref))
-    rejection = machine.rejection(phase.state, event)
-    if rejection is not None:
-        raise _raise(machine, rejection.error, item)
+    if machine.rejection(phase.state, event) is not None:
+        raise rejection_error(machine, phase, event, item)
     if machine.is_ignored(phase.state, event):
         return phase
     raise TableError(f"{machine.name}: no rule for {event} in {phase.state} (ref {phase.ref})")

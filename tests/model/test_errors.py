@@ -75,3 +75,42 @@ def test_insufficient_free_blocks_reports_both_counts() -> None:
     err = E.InsufficientFreeBlocksError(5, 2)
     assert (err.requested, err.available) == (5, 2)
     assert "5" in str(err) and "2" in str(err)
+
+
+def test_a_refused_call_names_event_state_and_the_tables_reason() -> None:
+    from evictable.model.manager import ModelManager
+
+    m = ModelManager(2)
+    m.prepare_store([b"a"])
+    with pytest.raises(E.BlockNotReadyError) as info:
+        m.prepare_load([b"a"])
+    err = info.value
+    assert str(err) == "load_begin refused for b'a' in PENDING: store still in flight"
+    assert (err.event, err.state, err.reason) == ("load_begin", "PENDING", "store still in flight")
+    assert err.keys == (b"a",)
+    assert isinstance(err, AssertionError)  # the builtin vLLM raises stays
+
+
+def test_the_implementation_raises_the_same_explained_error() -> None:
+    from evictable.impl.block_pool import BlockPool
+    from evictable.impl.manager import CPUOffloadingManager
+
+    m = CPUOffloadingManager(2)
+    with pytest.raises(E.BlockNotFoundError) as info:
+        m.complete_load([b"z"])
+    assert str(info.value) == "load_end refused for b'z' in ABSENT: nothing was loading"
+    pool = BlockPool(3)
+    with pytest.raises(E.RefCountUnderflowError) as under:
+        pool.free_blocks([pool.blocks[1]])
+    assert (under.value.event, under.value.state) == ("free", "FREE")
+    assert str(under.value) == "free refused for block [1] in FREE: freeing a block at ref 0"
+
+
+def test_identity_covers_every_attribute_but_the_message() -> None:
+    a = E.BlockNotFoundError([1], event="load_begin", state="ABSENT", reason="x")
+    b = E.BlockNotFoundError([1], event="load_begin", state="ABSENT", reason="x")
+    assert a.identity() == b.identity()
+    assert a.identity() != E.BlockNotFoundError([1]).identity()  # event and state differ
+    assert E.InsufficientFreeBlocksError(5, 2).identity() != (
+        E.InsufficientFreeBlocksError(5, 3).identity()
+    )

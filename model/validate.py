@@ -14,7 +14,7 @@ duplicated, which one is unhashable) is computed only when a check fails.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Hashable, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 
 from evictable.model.errors import DuplicateKeysError, InvalidArgumentError
 from evictable.model.types import Key
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 _NOT_A_KEY_SEQUENCE = (str, bytes, bytearray)
-"""Sequences that are refused as a batch of keys: a lone bytes key is a classic slip."""
+"""Collections that are refused as a batch of keys: a lone bytes key is a classic slip."""
 
 
 def check_num_blocks(num_blocks: object, what: str = "num_blocks") -> int:
@@ -76,8 +76,8 @@ def check_key(key: object) -> Key:
 
 def _shape_error(keys: object) -> InvalidArgumentError:
     return InvalidArgumentError(
-        f"keys must be a list, tuple or other sequence of hashable keys (not str, bytes "
-        f"or bytearray), got {type(keys).__name__}"
+        f"keys must be a collection of hashable keys (a list, tuple, set, ...; not str, "
+        f"bytes, bytearray, a mapping or an iterator), got {type(keys).__name__}"
     )
 
 
@@ -94,10 +94,12 @@ def _unhashable_error(keys: Sequence[object]) -> InvalidArgumentError:
 
 
 def _as_sequence(keys: object) -> Sequence[Key]:
-    """The keys as a list or tuple, or `InvalidArgumentError` for any other shape."""
+    """The keys in their iteration order: a list or tuple as it is, any other
+    collection (a set, a dict's keys view, ...) as a list; `InvalidArgumentError`
+    for anything else (a lone str or bytes key, a mapping, an iterator)."""
     if type(keys) is list or type(keys) is tuple:
         return keys
-    if isinstance(keys, _NOT_A_KEY_SEQUENCE) or not isinstance(keys, Sequence):
+    if isinstance(keys, (*_NOT_A_KEY_SEQUENCE, Mapping)) or not isinstance(keys, Collection):
         raise _shape_error(keys)
     return list(keys)
 

@@ -98,9 +98,10 @@ def _copy(key: Key) -> Key:
 def bad_key_calls(method: str, keys: Sequence[Key]) -> list[Call]:
     """`method` called with malformed `keys` arguments built around `keys`.
 
-    Duplicates, non-sequences (int, None, set, iterator, dict), a str or a single
-    bytes key instead of a list, unhashable members; plus a tuple, which is a valid
-    sequence and must be accepted exactly like a list.
+    Duplicates, non-collections (int, None, an iterator), a mapping, a str or a single
+    bytes key instead of a list, unhashable members; plus a tuple, a set and a
+    frozenset, valid collections that must be accepted exactly like a list (a set
+    in its iteration order, the same on both sides).
     """
     ks = tuple(keys)
     first = ks[0] if ks else KEYS[0]
@@ -119,6 +120,7 @@ def bad_key_calls(method: str, keys: Sequence[Key]) -> list[Call]:
             method, f"[bytearray({KEYS[0]!r}), *{lst!r}]", lambda: [bytearray(KEYS[0]), *ks]
         ),
         Call.shaped(method, f"{tuple(ks)!r}", lambda: tuple(ks)),
+        Call.shaped(method, f"frozenset({lst!r})", lambda: frozenset(ks)),
     ]
 
 

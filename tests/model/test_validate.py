@@ -79,10 +79,10 @@ def test_check_keys_returns_list_and_tuple_inputs_as_is() -> None:
 
 @pytest.mark.parametrize(
     "keys",
-    [None, 3, "ab", b"ab", bytearray(b"ab"), {1, 2}, frozenset(), {1: 2}, iter([1])],
+    [None, 3, "ab", b"ab", bytearray(b"ab"), {1: 2}, iter([1])],
     ids=lambda v: type(v).__name__,
 )
-def test_rejects_keys_that_are_not_a_sequence(keys: Any) -> None:
+def test_rejects_keys_that_are_not_a_collection(keys: Any) -> None:
     with pytest.raises(InvalidArgumentError) as info:
         check_keys(keys)
     assert type(keys).__name__ in str(info.value)
@@ -119,7 +119,8 @@ def test_success_is_checked_after_the_keys_shape_and_before_duplicates() -> None
 def test_touch_keys_never_raises() -> None:
     assert touch_keys([b"a", [1], b"b"]) == [b"a", b"b"]
     assert list(touch_keys((1, 2))) == [1, 2]
-    for bad in (None, 5, "ab", b"ab", {1}, iter([1])):
+    assert touch_keys({1}) == [1]  # any collection, in its iteration order
+    for bad in (None, 5, "ab", b"ab", {1: 2}, iter([1])):
         assert touch_keys(bad) == []
 
     class BadHash:

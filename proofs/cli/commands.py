@@ -4,10 +4,9 @@
   --workers W --no-canonical --savings --max-states N --factory MODULE:FACTORY]`
   explores every reachable state within the bounds and prints the figures (and a
   shortest failing trace, if any).
-* `evictable check MODULE:FACTORY [--examples N] [--steps N] [--policy P]` imports a
-  factory `(num_blocks, policy, enable_events) -> manager`, runs the conformance
-  engine and the explorer against it and prints a verdict with the shortest
-  failing trace.
+* `evictable check MODULE:FACTORY [...]` (`cli.check`) imports a factory, runs the
+  lock-step engines against what it makes under a contract and prints the findings,
+  one per class, each with its shortest trace.
 * `evictable replay TRACE.jsonl [--num-blocks N --policy P --events]` checks a
   recorded trace against the model (format: `cli.replay`, docs/conformance.md).
 
@@ -21,15 +20,20 @@ import argparse
 import importlib
 import os
 import sys
-import time
 from typing import Any
 
-from evictable.model.manager import MODEL_POLICIES
 from evictable.proofs.cli.errors import UsageError
 from evictable.proofs.explore.manager import DEFAULT_MAX_STATES, Bounds, Exploration, explore
 from evictable.proofs.explore.trace import Factory
+from evictable.proofs.lockstep.contract import DEFAULT, Contract
 
-__all__ = ["CheckSetupError", "add_parsers", "exploration_fields", "load_factory"]
+__all__ = [
+    "CheckSetupError",
+    "add_parsers",
+    "exploration_fields",
+    "load_factory",
+    "probe_manager",
+]
 
 
 class CheckSetupError(UsageError, ValueError):
@@ -96,25 +100,9 @@ def add_parsers(subparsers: Any) -> None:
     p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
     p.set_defaults(handler=cmd_explore)
 
-    p = subparsers.add_parser(
-        "check",
-        help="check an implementation against the model",
-        description="Run the conformance engine and the explorer against the manager made "
-        "by MODULE:FACTORY (see docs/conformance.md).",
-    )
-    p.add_argument(
-        "spec",
-        metavar="MODULE:FACTORY",
-        help="factory (num_blocks, policy, enable_events) -> manager",
-    )
-    p.add_argument("--examples", type=_count(1), default=200, help="conformance examples")
-    p.add_argument("--steps", type=_count(1), default=40, help="steps per example")
-    p.add_argument("--policy", default="lru", help="policy name passed to the factory")
-    p.add_argument("--seed", type=int, default=None, help="conformance seed")
-    p.add_argument("--workers", type=_count(1), default=2, help="explorer worker processes")
-    p.add_argument("--no-explore", action="store_true", help="skip the explorer")
-    p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
-    p.set_defaults(handler=cmd_check)
+    from evictable.proofs.cli.check import add_parser as add_check
+
+    add_check(subparsers, _count)
 
     p = subparsers.add_parser(
         "replay",
@@ -184,7 +172,7 @@ def cmd_explore(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
         raise UsageError(f"evictable explore: {exc}") from None
     if args.factory is not None:
         factory = load_factory(args.factory)
-        _probe(factory, args.policy)
+        probe_manager(factory, args.policy)
     run = explore(
         bounds,
         factory,
@@ -251,83 +239,24 @@ def load_factory(spec: str) -> Factory:
     return obj  # type: ignore[no-any-return]
 
 
-def _probe(factory: Factory, policy: str) -> None:
-    """Call the factory once; raise `CheckSetupError` if it fails or lacks the API."""
+def probe_manager(factory: Factory, policy: str, contract: Contract = DEFAULT) -> None:
+    """Call the factory once; raise `CheckSetupError` if it fails or lacks the API
+    (`contract`: a black box needs no `snapshot()` and no counters)."""
     try:
         manager = factory(2, policy, False)
     except Exception as exc:
         raise CheckSetupError(
             f"factory(2, {policy!r}, False) raised {type(exc).__name__}: {exc}"
         ) from exc
-    from evictable.proofs.lockstep.conformance import ADAPTER_API
+    from evictable.proofs.lockstep.conformance import ADAPTER_API, BLACK_BOX_API
 
-    missing = [name for name in ADAPTER_API if not hasattr(manager, name)]
+    api = BLACK_BOX_API if contract.black_box else ADAPTER_API
+    missing = [name for name in api if not hasattr(manager, name)]
     if missing:
         raise CheckSetupError(
             f"factory returned a {type(manager).__name__} without the "
             f"manager API: missing {missing}"
         )
-
-
-def cmd_check(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
-    from evictable.proofs.lockstep.conformance import run_conformance
-    from evictable.proofs.policies import MissingProfileError, profile
-
-    if args.policy not in MODEL_POLICIES:
-        raise CheckSetupError(
-            f"evictable check: unknown policy {args.policy!r}; the model "
-            f"knows {sorted(MODEL_POLICIES)}"
-        )
-    try:
-        bounds = profile(args.policy).check
-    except MissingProfileError as exc:
-        raise CheckSetupError(f"evictable check: {exc}") from None
-    try:
-        factory = load_factory(args.spec)
-        _probe(factory, args.policy)
-    except CheckSetupError as exc:
-        raise CheckSetupError(f"evictable check: {exc}") from None
-    print(f"evictable check {args.spec} (policy {args.policy!r})")
-    failures: list[str] = []
-    start = time.perf_counter()
-    record = run_conformance(factory, args.policy, args.examples, args.steps, seed=args.seed)
-    print(
-        f"conformance ({args.examples} examples x {args.steps} steps, "
-        f"{time.perf_counter() - start:.1f}s): {'pass' if record.ok else 'FAIL'}"
-    )
-    if not record.ok:
-        failures.append("conformance engine:\n" + record.text())
-    explored: dict[str, Any] | None = None
-    if not args.no_explore:
-        run = explore(bounds, factory, workers=args.workers)
-        print(f"explorer: {run.figures.line()}: {'pass' if run.ok else 'FAIL'}")
-        explored = exploration_fields(run)
-        if not run.ok:
-            failures.append("explorer:\n" + run.summary())
-    fields = {
-        "spec": args.spec,
-        "policy": args.policy,
-        "seed": args.seed,
-        "verdict": "rejected" if failures else "conforms",
-        "conformance": {
-            "status": record.status,
-            "examples": record.examples,
-            "steps": record.steps,
-            "examples_run": record.examples_run,
-            "steps_run": record.steps_run,
-            "seconds": round(record.seconds, 4),
-            "faults": record.faults,
-            "reason": record.reason,
-            "trace": record.trace,
-        },
-        "explorer": explored,
-    }
-    if failures:
-        print("\nverdict: REJECTED\n")
-        print("\n\n".join(failures))
-        return 1, fields
-    print("verdict: conforms (no divergence found)")
-    return 0, fields
 
 
 # ------------------------------------------------------------------ replay

@@ -32,12 +32,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from evictable.model.manager import ModelManager
 from evictable.proofs.controls.manager import non_atomic_complete_load
 from evictable.proofs.explore.engine import Result, search
-from evictable.proofs.explore.manager_subject import Bounds, Context, ManagerSubject
+from evictable.proofs.explore.manager_subject import Bounds, ManagerSubject
 from evictable.proofs.explore.ops import Op
-from evictable.proofs.explore.trace import Factory, render_snippet
+from evictable.proofs.explore.trace import Factory
+from evictable.proofs.lockstep.compare import Kind as FindingKind
+from evictable.proofs.lockstep.contract import DEFAULT, Contract
+from evictable.proofs.lockstep.findings import snippet as render_snippet
 from evictable.proofs.obligations import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.policies import profile, verified_policies
 from evictable.proofs.registry import Level
@@ -93,6 +95,8 @@ class Failure:
     path: tuple[Op, ...]
     op: Op | None
     snippet: str
+    kind: FindingKind = FindingKind.STATE
+    """The finding's class (`lockstep.compare.Kind`)."""
 
     def text(self) -> str:
         n = len(self.path) + (self.op is not None)
@@ -150,13 +154,18 @@ def explore(
     canonical: bool = True,
     max_states: int = DEFAULT_MAX_STATES,
     deadline: float | None = None,
+    contract: Contract = DEFAULT,
+    masked: frozenset[FindingKind] = frozenset(),
 ) -> Exploration:
     """Explore every state reachable within `bounds`; see the module docstring.
 
-    `deadline` (a `time.monotonic()` value): stop there, incomplete."""
+    `deadline` (a `time.monotonic()` value): stop there, incomplete. `contract`: what
+    the implementation is held to (`lockstep.contract`); `masked`: finding classes
+    already reported, whose edges are not followed (so that a rerun finds the next
+    class, again with a shortest trace)."""
     bounds.check()
     fac = factory if factory is not None else default_factory()
-    subject = ManagerSubject(bounds, fac, canonical)
+    subject = ManagerSubject(bounds, fac, canonical, contract, masked)
     run = search(subject, workers=workers, max_states=max_states, deadline=deadline)
     figures = Figures(
         run.states, run.transitions, run.depth, run.seconds, run.pruned, run.complete, run.weight
@@ -166,18 +175,29 @@ def explore(
     return Exploration(bounds, canonical, workers, figures, failure, parents)
 
 
-def _failure(ctx: Context, run: Result[int]) -> Failure:
+def _failure(ctx: ManagerSubject, run: Result[int]) -> Failure:
     found = run.found
     if found is None:
         raise ValueError("no failure to render")
     labels = run.path[:-1] if found.last is not None else run.path
     path = tuple(ctx.ops[i] for i in labels)
     op = ctx.ops[found.last] if found.last is not None else None
-    b = ctx.bounds
-    snippet = render_snippet(
-        ctx.factory, ModelManager, b.slots, b.policy, b.events > 0, path, op, found.reason
+    try:
+        lines = ctx.lines(labels, found.last)
+        kind = ctx.classify(labels, found.last)
+    except Exception as exc:  # the factory itself failed: the reason says so
+        lines, kind = (
+            [(f"# replaying the trace raised {type(exc).__name__}: {exc}", "", False)],
+            FindingKind.STATE,
+        )
+    text = render_snippet(ctx.factory, ctx.contract.keys.preamble, lines, found.reason)
+    return Failure(
+        found.reason,
+        path,
+        op,
+        text + "\nprint(m.snapshot())" if not ctx.contract.black_box else text,
+        kind,
     )
-    return Failure(found.reason, path, op, snippet)
 
 
 # ------------------------------------------------------------------ obligations

@@ -16,20 +16,31 @@ sent to the parent, which deduplicates globally.
 
 from __future__ import annotations
 
+import copy
 import math
 import pickle
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evictable.model.invariants import check_snapshot
 from evictable.model.manager import MODEL_POLICIES, ModelManager
 from evictable.model.types import ManagerSnapshot
 from evictable.proofs.explore.engine import Expansion, Found
-from evictable.proofs.explore.ops import Alphabet, invoke
+from evictable.proofs.explore.ops import Alphabet, Op, invoke
 from evictable.proofs.explore.state import Code, encode, mentioned_keys
 from evictable.proofs.explore.trace import Factory
-from evictable.proofs.lockstep.compare import diff, judge
+from evictable.proofs.lockstep.compare import Kind, Mismatch, describe
+from evictable.proofs.lockstep.contract import DEFAULT, Contract
+from evictable.proofs.lockstep.cpu_contract import (
+    ObservationError,
+    Side,
+    counters,
+    judge_call,
+    judge_state,
+    make_model,
+    observe,
+    pair,
+)
 
 __all__ = ["Bounds", "Context", "ManagerSubject", "Payload"]
 
@@ -70,24 +81,89 @@ class Bounds:
 class Context:
     """Everything a worker needs; inherited by fork, never pickled."""
 
-    def __init__(self, bounds: Bounds, factory: Factory, canonical: bool) -> None:
+    def __init__(
+        self,
+        bounds: Bounds,
+        factory: Factory,
+        canonical: bool,
+        contract: Contract = DEFAULT,
+        masked: frozenset[Kind] = frozenset(),
+    ) -> None:
         self.bounds = bounds
         self.factory = factory
         self.canonical = canonical
-        self.alphabet = Alphabet(bounds.keys, bounds.batch)
+        self.contract = contract
+        self.masked = masked
+        """Finding classes already reported: an edge showing one is not followed."""
+        keys = None if contract.keys.make is None else contract.keys.pool(bounds.keys)
+        self.alphabet = Alphabet(bounds.keys, bounds.batch, keys)
         self.ops = self.alphabet.ops
         self.key_bit = {k: 1 << i for i, k in enumerate(self.alphabet.keys)}
         self.seen: set[Code] = set()
         self.picklable: dict[type, bool] = {}
+        self.counted = True
 
     def fresh(self, path: Sequence[int]) -> tuple[ModelManager, Any]:
         b = self.bounds
-        model = ModelManager(b.slots, b.policy, b.events > 0)
+        model = make_model(self.contract, b.slots, b.policy, b.events > 0)
         impl = self.factory(b.slots, b.policy, b.events > 0)
         for i in path:
-            invoke(model, self.ops[i])
-            invoke(impl, self.ops[i])
+            op = self.ops[i]
+            pair(self.contract, model, impl, op.method, op.build)
         return model, impl
+
+    def sides(self, model: ModelManager, impl: Any) -> tuple[Side, Side]:
+        """Both sides' state under the contract (raises `ObservationError`)."""
+        keys = self.alphabet.keys
+        return (
+            observe(self.contract, model, keys, self.counted),
+            observe(self.contract, impl, keys, self.counted),
+        )
+
+    def edge(
+        self, model: ModelManager, impl: Any, op: Op, m_pre: Side, i_pre: Side
+    ) -> tuple[Mismatch | None, Side | None, Side | None]:
+        """Make `op` on both sides and judge it: (finding, model's and impl's state after)."""
+        model_before = m_pre.full if m_pre.full is not None else model.snapshot()
+        rm, ri = pair(self.contract, model, impl, op.method, op.build)
+        try:
+            m_post, i_post = self.sides(model, impl)
+        except ObservationError as exc:
+            return Mismatch(Kind.STATE, str(exc)), None, None
+        args, _ = op.build()
+        found = judge_call(
+            self.contract, op.method, args, rm, ri, m_pre, i_pre, m_post, i_post, model_before
+        )
+        if found is None:
+            found = judge_state(self.contract, model, impl, m_post, i_post, deep=False)
+        return found, m_post, i_post
+
+    def allowed(self, model: ModelManager, op: Op) -> bool:
+        """Whether the contract's input switches let the explorer make `op` now."""
+        inputs = self.contract.inputs
+        if op.duplicates and op.method != "touch" and not inputs.duplicates:
+            return False
+        if not inputs.invalid:
+            return not invoke(copy.deepcopy(model), op).raised
+        return True
+
+    def lines(self, path: Sequence[int], last: int | None) -> list[tuple[str, str, bool]]:
+        """The trace `path` (+ `last`) as snippet lines, replayed afresh on both sides."""
+        b = self.bounds
+        model = make_model(self.contract, b.slots, b.policy, b.events > 0)
+        impl = self.factory(b.slots, b.policy, b.events > 0)
+        out = [(f"m = factory({b.slots!r}, {b.policy!r}, {b.events > 0!r})", "", False)]
+        steps = [*path, last] if last is not None else list(path)
+        for n, i in enumerate(steps, 1):
+            op = self.ops[i]
+            rm, ri = pair(self.contract, model, impl, op.method, op.build)
+            note = describe(rm)
+            if n == len(steps) and last is not None:
+                note = f"expected (model) {describe(rm)}; observed {describe(ri)}"
+            elif describe(ri) != note:
+                note += f"  (impl: {describe(ri)})"
+            out.append((f"m.{op.text}", note, rm.raised or ri.raised))
+        return out
 
     def ops_in(self, snap: ManagerSnapshot) -> tuple[int, ...]:
         """Indexes of the ops to try in the state `snap` (`Alphabet.ops_for` with the
@@ -124,45 +200,18 @@ class Context:
         return lambda: pickle.loads(blob)
 
 
-def _post(obj: Any) -> tuple[object, str | None]:
+def _state_failure(
+    ctx: Context, model: ModelManager, impl: Any
+) -> tuple[Side, Side, Mismatch | None]:
+    """Both sides' state, and the finding it makes (None: it makes none)."""
     try:
-        return obj.snapshot(), None
-    except Exception as exc:  # an adapter whose snapshot crashes fails the check
-        return None, f"impl.snapshot() raised {type(exc).__name__}: {exc}"
-
-
-def _counters(impl: Any, m_snap: ManagerSnapshot) -> str | None:
-    """Why the implementation's counter properties disagree with the model, or None."""
-    try:
-        got = (impl.num_evictable, impl.num_pending)
-    except Exception as exc:
-        return f"impl counters raised {type(exc).__name__}: {exc}"
-    want = (m_snap.num_evictable, m_snap.num_pending)
-    if got != want:
-        return f"counters (num_evictable, num_pending): model {want} != impl {got}"
-    return None
-
-
-def _state_failure(model: ModelManager, impl: Any) -> tuple[ManagerSnapshot, Any, str | None]:
-    m_pre = model.snapshot()
-    bad = check_snapshot(m_pre)
-    if bad:
-        return m_pre, None, f"model state violates invariants {bad} (model bug)"
-    i_pre, err = _post(impl)
-    if err is not None:
-        return m_pre, i_pre, err
-    if i_pre != m_pre:
-        return m_pre, i_pre, f"snapshots differ: {diff(m_pre, i_pre)}"
-    err = _counters(impl, m_pre)
-    if err is not None:
-        return m_pre, i_pre, err
-    checker = getattr(impl, "check_invariants", None)
-    if callable(checker):
-        try:
-            checker()
-        except Exception as exc:
-            return m_pre, i_pre, f"impl.check_invariants() failed: {type(exc).__name__}: {exc}"
-    return m_pre, i_pre, None
+        m, i = ctx.sides(model, impl)
+    except ObservationError as exc:
+        return Side(None, None), Side(None, None), Mismatch(Kind.STATE, str(exc))
+    found = judge_state(ctx.contract, model, impl, m, i)
+    if found is not None and found.kind is Kind.MODEL_BUG:
+        found = Mismatch(found.kind, found.reason + " (model bug)")
+    return m, i, found
 
 
 Payload = tuple[tuple[int, ...], int]
@@ -176,8 +225,23 @@ class ManagerSubject(Context):
 
     def root(self) -> tuple[Hashable, Payload]:
         b = self.bounds
-        code, _ = encode(ModelManager(b.slots, b.policy, b.events > 0).snapshot(), self.canonical)
+        model = make_model(self.contract, b.slots, b.policy, b.events > 0)
+        impl = self.factory(b.slots, b.policy, b.events > 0)
+        try:
+            self.counted = counters(impl) is not None
+        except Exception:  # a crashing counter is reported when the state is checked
+            self.counted = True
+        i_full = None
+        if self.contract.safety and not self.contract.black_box:
+            i_full = impl.snapshot()
+        code, _ = self.code(model.snapshot(), i_full)
         return code, ((), 0)
+
+    def code(self, model_full: ManagerSnapshot, impl_full: object) -> tuple[Code, list[Any]]:
+        """A state's key: the model's snapshot, except under the safety contract with
+        snapshots, where the implementation's own (its choices are its state)."""
+        snap = impl_full if isinstance(impl_full, ManagerSnapshot) else model_full
+        return encode(snap, self.canonical)
 
     def weight(self, payload: Payload) -> int:
         """How many states before the quotient by key renaming this one stands for: a
@@ -194,49 +258,70 @@ class ManagerSubject(Context):
         except Exception as exc:  # the factory itself failed: report, do not crash the pool
             out.found = Found(f"building the state raised {type(exc).__name__}: {exc}")
             return out
-        m_pre, i_pre, why = _state_failure(model, impl)
-        if why is not None:
-            out.found = Found(why)
+        m_pre, i_pre, bad = _state_failure(self, model, impl)
+        if bad is not None:
+            if bad.kind not in self.masked:  # a class already reported: not expanded
+                out.found = Found(bad.reason)
             return out
+        m_full = model.snapshot()
+        safety_state = self.contract.safety and isinstance(i_pre.full, ManagerSnapshot)
+        reusable = not self.contract.black_box
         make_m, make_i = self.cloner(model), self.cloner(impl)
         wm: Any = None
         wi: Any = None
         hist: list[int] = []
         limit = self.bounds.events
-        for oi in self.ops_in(m_pre):
+        state = i_pre.full if safety_state and i_pre.full is not None else m_full
+        for oi in self.ops_in(state):
             op = self.ops[oi]
             if wm is None:
                 fm, fi = (make_m, make_i) if make_m and make_i else (None, None)
                 wm, wi = (fm(), fi()) if fm and fi else self.fresh(path)
                 hist = []
-            rm, ri = invoke(wm, op), invoke(wi, op)
-            m_post = wm.snapshot()
-            i_post, why = _post(wi)
+            if not self.allowed(wm, op):
+                continue
+            found, m_post, i_post = self.edge(wm, wi, op, m_pre, i_pre)
             out.edges += 1
-            if why is None:
-                found = judge(rm, ri, m_pre, i_pre, m_post, i_post)
-                why = found.reason if found is not None else _counters(wi, m_post)
-            if why is not None:
+            if found is not None or m_post is None or i_post is None:
+                if found is not None and found.kind in self.masked:
+                    wm = None  # a class already reported: this edge is not followed
+                    continue
+                why = found.reason if found is not None else "the state cannot be observed"
                 if hist:  # the working copies saw earlier no-op calls: is the failure theirs?
                     again = self.fresh(path)
-                    ra, rb = invoke(again[0], op), invoke(again[1], op)
-                    pa, pb = again[0].snapshot(), _post(again[1])
-                    if pb[1] is None and judge(ra, rb, m_pre, i_pre, pa, pb[0]) is None:
+                    if self.edge(again[0], again[1], op, m_pre, i_pre)[0] is None:
                         out.found = Found(why, oi, path + tuple(hist))
                         return out
                 out.found = Found(why, oi)
                 return out
-            if m_post == m_pre:
-                # Agreement makes i_post == m_post == m_pre == i_pre: both copies are
-                # (observably) still the pre-state and serve the next op.
+            m_after = m_post.full if m_post.full is not None else wm.snapshot()
+            unchanged = m_after == m_full and (not safety_state or i_post.full == i_pre.full)
+            if unchanged and reusable:
+                # Agreement makes both copies (observably) still the pre-state: they
+                # serve the next op.
                 hist.append(oi)
                 continue
             wm = None
-            if limit and len(m_post.pending_events) > limit:
+            if unchanged:
+                continue
+            if limit and len(m_after.pending_events) > limit:
                 out.pruned += 1
                 continue
-            code, mentioned_now = encode(m_post, self.canonical)
+            code, mentioned_now = self.code(m_after, i_post.full if safety_state else None)
             if code not in self.seen:  # this process's own filter: less to send back
                 self.seen.add(code)
                 out.successors.append((code, ((*path, oi), len(mentioned_now)), oi))
         return out
+
+    def classify(self, path: Sequence[int], last: int | None) -> Kind:
+        """The class of the finding at the end of `path` (+ the edge `last`)."""
+        model, impl = self.fresh(path)
+        try:
+            m_pre, i_pre = self.sides(model, impl)
+        except ObservationError:
+            return Kind.STATE
+        if last is None:
+            found = judge_state(self.contract, model, impl, m_pre, i_pre)
+        else:
+            found = self.edge(model, impl, self.ops[last], m_pre, i_pre)[0]
+        return found.kind if found is not None else Kind.STATE

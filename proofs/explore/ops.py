@@ -30,6 +30,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from evictable.model.types import Key
 from evictable.proofs.lockstep.compare import Reply
@@ -74,6 +75,21 @@ class Op:
     def __str__(self) -> str:
         return self.text
 
+    def build(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """Fresh arguments for the call: (positional, keyword)."""
+        if self.method == "lookup":
+            return (self.keys[0],), {}
+        if self.method in ("reset_cache", "take_events"):
+            return (), {}
+        if self.method == "complete_store":
+            return (list(self.keys),), {"success": self.success is not False}
+        return (list(self.keys),), {}
+
+    @property
+    def duplicates(self) -> bool:
+        """A batch with a repeated key."""
+        return len(set(self.keys)) != len(self.keys)
+
 
 def invoke(target: object, op: Op) -> Reply:
     """Make the call `op` on `target`; every exception is caught and returned."""
@@ -81,13 +97,8 @@ def invoke(target: object, op: Op) -> Reply:
         fn = getattr(target, op.method)
     except Exception as exc:  # a missing method is a disagreement like any other
         return Reply(True, exc)
-    if op.method == "lookup":
-        return call(fn, op.keys[0])
-    if op.method in ("reset_cache", "take_events"):
-        return call(fn)
-    if op.method == "complete_store":
-        return call(fn, list(op.keys), success=op.success is not False)
-    return call(fn, list(op.keys))
+    args, kwargs = op.build()
+    return call(fn, *args, **kwargs)
 
 
 def _batches(n_keys: int, batch: int) -> list[tuple[int, ...]]:

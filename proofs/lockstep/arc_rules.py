@@ -76,7 +76,8 @@ class ArcRules:
             return
         resident = set(arc.t1) | set(arc.t2)
         ghosts = [k for k in (*arc.b1, *arc.b2) if k not in resident]
-        others = [k for k in KEYS if k not in resident and k not in ghosts]
+        pool = getattr(self, "keys", KEYS)  # the machine's key pool (its contract's keys)
+        others = [k for k in pool if k not in resident and k not in ghosts]
         keys = self._pick(data, ghosts + others)
         if keys:
             self.lock.apply(Step(Call.keys("prepare_store", keys)))

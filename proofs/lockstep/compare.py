@@ -7,8 +7,11 @@ comparable value), and asks `judge` whether the implementation did what the mode
 did:
 
 * the model rejected the call (raised one of this project's errors): the
-  implementation must reject it with the same error (`same_error`: the same type
-  and the same attributes), and neither side may have changed (all-or-nothing);
+  implementation must reject it with the same error, and neither side may have
+  changed (all-or-nothing). What "the same error" means is the *error contract*
+  (`Errors`): this project's typed error with the same `identity()` (`typed`, the
+  default), an exception of the builtin class the model's error subclasses
+  (`builtin`: a `BlockNotFoundError` is a `KeyError`), or any exception (`any`);
 * the model accepted it: the implementation must accept it, return an equal
   result, and end in an equal state.
 
@@ -26,7 +29,18 @@ from typing import Any
 
 from evictable.model.errors import LifecycleError
 
-__all__ = ["Kind", "Mismatch", "Reply", "describe", "diff", "invoke", "judge", "same_error"]
+__all__ = [
+    "Errors",
+    "Kind",
+    "Mismatch",
+    "Reply",
+    "builtin_bases",
+    "describe",
+    "diff",
+    "invoke",
+    "judge",
+    "same_error",
+]
 
 
 @dataclass(frozen=True)
@@ -62,16 +76,50 @@ def describe(reply: Reply) -> str:
     return f"raises {type(exc).__name__}: {exc}"
 
 
-def same_error(model: BaseException, impl: BaseException) -> bool:
-    """The implementation's error is the model's: same type, same attributes (message
-    text aside); two `StopIteration`s (both iterators ended) are the same too."""
+class Errors(enum.Enum):
+    """The error contract: which exception of the implementation counts as the model's
+    rejection."""
+
+    TYPED = "typed"  # this project's error, the same type and identity()
+    BUILTIN = "builtin"  # an instance of a builtin class the model's error subclasses
+    ANY = "any"  # any exception
+
+
+def builtin_bases(error: type[BaseException]) -> tuple[type[BaseException], ...]:
+    """The builtin exception classes this project's `error` type names as its bases
+    (`BlockNotFoundError` -> `(KeyError,)`), most derived first; empty if none."""
+    out: list[type[BaseException]] = []
+    for cls in error.__mro__:
+        if not issubclass(cls, LifecycleError):
+            continue
+        for base in cls.__bases__:
+            if (
+                base.__module__ == "builtins"
+                and issubclass(base, BaseException)
+                and base not in (Exception, BaseException)
+                and base not in out
+            ):
+                out.append(base)
+    return tuple(out)
+
+
+def same_error(model: BaseException, impl: BaseException, errors: Errors = Errors.TYPED) -> bool:
+    """The implementation's error counts as the model's under the error contract.
+
+    `typed`: same type, same attributes (message text aside); `builtin`: an
+    instance of a builtin class the model's error subclasses (any exception when it
+    subclasses none); `any`: any `Exception`. Two `StopIteration`s (both iterators
+    ended) are the same under every contract.
+    """
     if isinstance(model, StopIteration):
         return isinstance(impl, StopIteration)
-    return (
-        isinstance(model, LifecycleError)
-        and isinstance(impl, LifecycleError)
-        and model.identity() == impl.identity()
-    )
+    if not isinstance(model, LifecycleError):
+        return False
+    if errors is Errors.TYPED:
+        return isinstance(impl, LifecycleError) and model.identity() == impl.identity()
+    if errors is Errors.BUILTIN:
+        return isinstance(impl, builtin_bases(type(model)) or Exception)
+    return isinstance(impl, Exception)
 
 
 class Kind(enum.Enum):
@@ -80,10 +128,19 @@ class Kind(enum.Enum):
     MODEL_BUG = "model bug"  # the model broke its own contract: never the impl's fault
     ACCEPTED_BAD_CALL = "accepted a call the model rejects"
     REJECTED_GOOD_CALL = "rejected a call the model accepts"
-    ERROR = "different error"
-    ATOMICITY = "changed state on an error"
+    ERROR = "error type"
+    ATOMICITY = "atomicity"
     RESULT = "different result"
     STATE = "different state"
+    # Finer classes of the CPU manager's findings (`lockstep.findings.classify`):
+    LEAKED_PIN = "leaked pin"
+    SLOT = "orphaned or doubly used slot"
+    EVICTED_PINNED = "pinned or protected block evicted"
+    STORE_VERDICT = "wrong prepare_store verdict"
+    WRONG_LOOKUP = "wrong lookup"
+    ACCOUNTING = "accounting"
+    INVARIANT = "broken invariant"
+    SCAN = "scan completeness"  # the lazy scanner left a block unvisited
 
 
 @dataclass(frozen=True)
@@ -102,12 +159,15 @@ def judge(
     m_post: object,
     i_post: object,
     convert: Callable[[Any], Any] = lambda x: x,
+    errors: Errors = Errors.TYPED,
 ) -> Mismatch | None:
     """Why the implementation's call (`ri`, state `i_pre` -> `i_post`) is not the
     model's (`rm`, `m_pre` -> `m_post`), or None when they agree.
 
     `convert` maps the implementation's returned value into the model's terms (GPU
-    blocks to block ids, say) before results are compared.
+    blocks to block ids, say) before results are compared; `errors` is the error
+    contract (`same_error`). The states are whatever the engine observes: snapshots,
+    or their projection under a contract, or what a black box shows through its API.
     """
     if rm.raised:
         exc = rm.value
@@ -122,8 +182,11 @@ def judge(
                 Kind.ACCEPTED_BAD_CALL,
                 f"model {describe(rm)}, but impl accepted the call {describe(ri)}",
             )
-        if not same_error(exc, ri.value):
-            return Mismatch(Kind.ERROR, f"errors differ: model {describe(rm)}, impl {describe(ri)}")
+        if not same_error(exc, ri.value, errors):
+            how = "" if errors is Errors.TYPED else f" ({errors.value} error contract)"
+            return Mismatch(
+                Kind.ERROR, f"errors differ{how}: model {describe(rm)}, impl {describe(ri)}"
+            )
         if i_post != i_pre:
             return Mismatch(
                 Kind.ATOMICITY,

@@ -10,11 +10,15 @@ through `impl.policies.factory`, faults injected into policy hooks; after every
 step it compares results, errors and snapshots (DESIGN.md §7).
 
 * `make_machine(factory, policy)` -- the machine class, for pytest (`.TestCase`).
-* `run_conformance(factory, policy, examples, steps, seed)` -- a run without pytest,
-  returning a `ConformanceRecord`. The run stops at the first divergence, which is
-  then shrunk by replaying candidate action sequences without Hypothesis
-  (`evictable.proofs.lockstep.shrink`); the record holds the shortest trace found, as
-  Python calls annotated with both sides' answers.
+* `run_conformance(factory, policy, examples, steps, seed, contract=...)` -- a run
+  without pytest, returning a `ConformanceRecord`. The run holds the adapter to a
+  `lockstep.contract.Contract` (by default the one the factory declares, else the
+  exact contract) and continues past a finding: each example that diverges is
+  recorded and abandoned, the next one starts afresh, and at the end the shortest
+  failure of each class (`lockstep.findings`) is shrunk by replaying candidate
+  action sequences without Hypothesis (`evictable.proofs.lockstep.shrink`). The
+  record holds one `Finding` per class, each with its shortest trace as Python calls
+  annotated with both sides' answers and as a runnable snippet.
 * `obligations(level)` -- `conformance.<policy>` for every policy that both the
   model (`MODEL_POLICIES`) and the implementation's factory know, each with a
   negative control (a realistically broken adapter that the same run must refute).
@@ -24,7 +28,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
@@ -41,7 +45,10 @@ from evictable.model.types import (
     PrepareStoreOutput,
 )
 from evictable.proofs.controls.manager import key_by_key
+from evictable.proofs.lockstep.compare import Kind as FindingKind
+from evictable.proofs.lockstep.contract import DEFAULT, Contract, ContractError, resolve
 from evictable.proofs.lockstep.faults import PLAN, fault_policy_name
+from evictable.proofs.lockstep.findings import Finding, snippet
 from evictable.proofs.lockstep.inputs import KEYS
 from evictable.proofs.lockstep.machine import build_machine
 from evictable.proofs.lockstep.manager import Action, AdapterFactory, ConformanceFailure, replay
@@ -94,7 +101,7 @@ class ManagerAdapter(Protocol):
     def snapshot(self) -> ManagerSnapshot: ...
 
 
-ADAPTER_API: tuple[str, ...] = (
+BLACK_BOX_API: tuple[str, ...] = (
     "lookup",
     "prepare_store",
     "complete_store",
@@ -103,11 +110,11 @@ ADAPTER_API: tuple[str, ...] = (
     "touch",
     "reset_cache",
     "take_events",
-    "snapshot",
-    "num_evictable",
-    "num_pending",
 )
-"""Attribute names every adapter must have."""
+"""Attribute names every adapter must have, black box included."""
+
+ADAPTER_API: tuple[str, ...] = (*BLACK_BOX_API, "snapshot", "num_evictable", "num_pending")
+"""Attribute names an adapter checked with snapshots must have."""
 
 SIZES: dict[str, tuple[int, int]] = {
     "quick": (50, 30),
@@ -145,6 +152,9 @@ class ConformanceRecord:
     faults_fired: int = 0
     outcomes: tuple[tuple[str, int], ...] = ()
     """What the model answered during the run, by kind, with counts (sorted)."""
+    findings: tuple[Finding, ...] = ()
+    """One per class, in order of discovery (the first is `reason`/`trace`)."""
+    contract: Contract = DEFAULT
 
     @property
     def ok(self) -> bool:
@@ -162,6 +172,12 @@ class ConformanceRecord:
             head += (
                 f"; first divergence in example {self.first_failure_example} "
                 f"after {self.first_failure_steps} steps"
+            )
+        if len(self.findings) > 1:
+            classes = ", ".join(f.kind.value for f in self.findings)
+            return "\n".join(
+                [head, f"{len(self.findings)} classes of finding: {classes}"]
+                + [f.text() for f in self.findings]
             )
         return "\n".join(x for x in (head, self.reason, self.trace) if x)
 
@@ -201,11 +217,14 @@ def make_machine(
     factory: AdapterFactory,
     policy: str = "lru",
     inject_faults: bool | None = None,
+    contract: Contract = DEFAULT,
+    collect: bool = False,
 ) -> type[RuleBasedStateMachine]:
-    """A lock-step machine class bound to `factory` and `policy`.
+    """A lock-step machine class bound to `factory`, `policy` and `contract`.
 
     `inject_faults`: True (required: raises ValueError if the factory does not build
     its policy through `impl.policies.factory`), False, or None (use when possible).
+    `collect`: record failures in the machine's `stats` instead of raising.
     Use `make_machine(...).TestCase` as a pytest test class.
     """
     if policy not in MODEL_POLICIES:
@@ -218,8 +237,10 @@ def make_machine(
                 "fault injection requested, but the factory does not build "
                 f"its policy {policy!r} through impl.policies.factory"
             )
-    machine = build_machine(factory, policy, fault_policy_name(policy) if faults else None, PLAN)
-    mixin = profile(policy).rules
+    machine = build_machine(
+        factory, policy, fault_policy_name(policy) if faults else None, PLAN, contract, collect
+    )
+    mixin = profile(policy).rules if contract.exact else None
     return machine if mixin is None else type(machine.__name__, (mixin, machine), {})
 
 
@@ -227,7 +248,7 @@ def _error(policy: str, examples: int, steps: int, reason: str) -> ConformanceRe
     return ConformanceRecord(policy, "error", examples, steps, 0, 0, 0.0, False, reason)
 
 
-def _preflight(factory: object, policy: str) -> str:
+def _preflight(factory: object, policy: str, contract: Contract = DEFAULT) -> str:
     """Why a run cannot be made, or "" if it can."""
     if not callable(factory):
         return f"factory is not callable: {factory!r}"
@@ -237,7 +258,8 @@ def _preflight(factory: object, policy: str) -> str:
         adapter = factory(1, policy, False)
     except Exception as exc:
         return f"factory(1, {policy!r}, False) raised {type(exc).__name__}: {exc}"
-    missing = [name for name in ADAPTER_API if not hasattr(adapter, name)]
+    api = BLACK_BOX_API if contract.black_box else ADAPTER_API
+    missing = [name for name in api if not hasattr(adapter, name)]
     if missing:
         return f"adapter {type(adapter).__name__} lacks {', '.join(missing)}"
     return ""
@@ -251,19 +273,27 @@ def run_conformance(
     seed: int | None = None,
     inject_faults: bool | None = None,
     shrink_budget_s: float = 20.0,
+    contract: Contract | None = None,
+    stop_at_first: bool = False,
 ) -> ConformanceRecord:
     """Run the engine without pytest: `examples` runs of up to `steps` steps each.
 
-    `seed` None draws fresh randomness; an int makes the run reproducible. The run
-    stops at the first divergence, whose trace is then shrunk by replay (for at most
-    `shrink_budget_s` seconds). Never raises for a broken factory or adapter: that
-    is reported as status "error".
+    `seed` None draws fresh randomness; an int makes the run reproducible.
+    `contract` None: the factory's declared contract (`contract.declared`). The run
+    continues past findings (`stop_at_first` stops at the first instead); the
+    shortest failure of each class is then shrunk by replay, the whole shrinking
+    taking at most `shrink_budget_s` seconds. Never raises for a broken factory or
+    adapter: that is reported as status "error".
     """
-    why = _preflight(factory, policy)
+    try:
+        contract = resolve(factory) if contract is None else contract
+    except ContractError as exc:
+        return _error(policy, examples, steps, str(exc))
+    why = _preflight(factory, policy, contract)
     if why:
         return _error(policy, examples, steps, why)
     try:
-        machine = make_machine(factory, policy, inject_faults)
+        machine = make_machine(factory, policy, inject_faults, contract, collect=not stop_at_first)
     except ValueError as exc:
         return _error(policy, examples, steps, str(exc))
     if seed is not None:
@@ -277,16 +307,13 @@ def run_conformance(
     fault_policy = machine.fault_policy  # type: ignore[attr-defined]
     start = time.perf_counter()
     status: Literal["passed", "failed", "error"] = "passed"
-    reason = trace = ""
+    reason = ""
+    found: list[ConformanceFailure] = []
     try:
         run_state_machine_as_test(machine, settings=config)
-    except ConformanceFailure as found:
-
-        def probe(actions: Sequence[Action]) -> ConformanceFailure | None:
-            return replay(factory, policy, fault_policy, PLAN, actions)
-
-        failure, _ = shrink(probe, found, shrink_budget_s)
-        status, reason, trace = "failed", failure.reason, "\n".join(failure.trace)
+        found = list(stats.findings.values())
+    except ConformanceFailure as failure:
+        found = [failure]
     except DeadlineExceeded:
         raise  # the obligation's wall-clock bound: the runner reports `unknown`
     except Exception as exc:
@@ -296,6 +323,9 @@ def run_conformance(
         )
     finally:
         PLAN.disarm()
+    findings = _shrunk(factory, policy, fault_policy, contract, found, stats.hits, shrink_budget_s)
+    if findings:
+        status = "failed"
     seconds = time.perf_counter() - start
     return ConformanceRecord(
         policy,
@@ -306,13 +336,53 @@ def run_conformance(
         stats.steps,
         seconds,
         faults,
-        reason,
-        trace,
+        findings[0].reason if findings else reason,
+        findings[0].trace if findings else "",
         stats.first_failure_example,
         stats.first_failure_total_steps,
         stats.faults_fired,
         tuple(sorted(stats.outcomes.items())),
+        findings,
+        contract,
     )
+
+
+def _shrunk(
+    factory: AdapterFactory,
+    policy: str,
+    fault_policy: str | None,
+    contract: Contract,
+    found: Sequence[ConformanceFailure],
+    hits: Mapping[FindingKind, int],
+    budget_s: float,
+) -> tuple[Finding, ...]:
+    """Each failure shrunk by replay (keeping its class), as a `Finding`."""
+    out: list[Finding] = []
+    for i, failure in enumerate(found):
+
+        def probe(
+            actions: Sequence[Action], kind: FindingKind = failure.kind
+        ) -> ConformanceFailure | None:
+            got = replay(factory, policy, fault_policy, PLAN, actions, contract)
+            return got if got is not None and got.kind is kind else None
+
+        share = budget_s / max(1, len(found) - i) if budget_s > 0 else 0.0
+        t0 = time.perf_counter()
+        best, _ = shrink(probe, failure, share)
+        budget_s -= time.perf_counter() - t0
+        lines = [(line.code, line.note, line.raised) for line in best.lines]
+        out.append(
+            Finding(
+                best.kind,
+                "conformance engine",
+                best.reason,
+                "\n".join(best.trace),
+                snippet(factory, contract.keys.preamble, lines, best.reason),
+                best.calls,
+                max(1, hits.get(best.kind, 1)),
+            )
+        )
+    return tuple(out)
 
 
 # ------------------------------------------------------------------ obligations
@@ -331,7 +401,9 @@ def _check(
         factory = _impl_factory()
         if broken:
             factory = key_by_key(factory, "prepare_load")
-        record = run_conformance(factory, policy, examples, steps, seed, inject_faults=not broken)
+        record = run_conformance(
+            factory, policy, examples, steps, seed, inject_faults=not broken, stop_at_first=True
+        )
         return record.outcome()
 
     return run

@@ -92,7 +92,7 @@ class Call:
 
 def _copy(key: Key) -> Key:
     """An equal key that is a different object (duplicates are found by equality)."""
-    return bytes(bytearray(key)) if isinstance(key, bytes) else key
+    return type(key)(bytearray(key)) if isinstance(key, bytes) else key
 
 
 def bad_key_calls(method: str, keys: Sequence[Key]) -> list[Call]:
@@ -107,7 +107,12 @@ def bad_key_calls(method: str, keys: Sequence[Key]) -> list[Call]:
     first = ks[0] if ks else KEYS[0]
     lst = list(ks)
     return [
-        Call.shaped(method, f"{[*lst, first]!r}", lambda: [*ks, _copy(first)]),
+        Call(  # the keys listed, so that a shrinker can drop the repeat
+            method,
+            f"{method}({[*lst, first]!r})",
+            lambda: (([*ks, _copy(first)],), {}),
+            (*ks, first),
+        ),
         Call.shaped(method, "7", lambda: 7),
         Call.shaped(method, "None", lambda: None),
         Call.shaped(method, f"set({lst!r})", lambda: set(ks)),

@@ -17,6 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from evictable.model.lifecycle import CpuState
 from evictable.model.types import Key
+from evictable.proofs.lockstep.contract import DEFAULT, Contract
 from evictable.proofs.lockstep.faults import HOOKS, FaultPlan
 from evictable.proofs.lockstep.inputs import (
     BAD_NUM_BLOCKS,
@@ -72,11 +73,15 @@ def build_machine(
     policy: str,
     fault_policy: str | None,
     plan: FaultPlan,
+    contract: Contract = DEFAULT,
+    collect: bool = False,
 ) -> type[RuleBasedStateMachine]:
     """A fresh machine class bound to `factory` and `policy`, with its own `RunStats`.
 
     `fault_policy` is the registered name of the fault-injecting variant of `policy`
-    (None disables fault injection); `plan` is the switch that arms it.
+    (None disables fault injection); `plan` is the switch that arms it. `contract`
+    decides the keys (its key space) and which inputs are drawn (its switches);
+    `collect` makes the lock-step record failures instead of raising them.
     """
 
     class LockStepMachine(_Machine):
@@ -87,6 +92,8 @@ def build_machine(
     LockStepMachine.fault_policy = fault_policy
     LockStepMachine.plan = plan
     LockStepMachine.stats = RunStats()
+    LockStepMachine.contract = contract
+    LockStepMachine.collect = collect
     return LockStepMachine
 
 
@@ -96,11 +103,22 @@ class _Machine(RuleBasedStateMachine):
     fault_policy: ClassVar[str | None]
     plan: ClassVar[FaultPlan]
     stats: ClassVar[RunStats]
+    contract: ClassVar[Contract] = DEFAULT
+    collect: ClassVar[bool] = False
 
     def __init__(self) -> None:
         super().__init__()
         cls = type(self)
-        self.lock = LockStep(cls.factory, cls.policy, cls.fault_policy, cls.plan, cls.stats)
+        self.lock = LockStep(
+            cls.factory,
+            cls.policy,
+            cls.fault_policy,
+            cls.plan,
+            cls.stats,
+            cls.contract,
+            cls.collect,
+        )
+        self.keys = self.lock.keys
 
     def _keys(
         self, data: st.DataObject, preferred: Sequence[Key], max_size: int, unique: bool = True
@@ -118,12 +136,12 @@ class _Machine(RuleBasedStateMachine):
         only_preferred = mode < _MIXED and bool(preferred)
         picks = data.draw(_PICKS[max_size])
         out: list[Key] = []
-        n = len(KEYS)
+        n = len(self.keys)
         for pick in picks:
             if preferred and (only_preferred or pick < n):
                 key = preferred[pick % len(preferred)]
             else:
-                key = KEYS[pick % n]
+                key = self.keys[pick % n]
             if not unique or key not in out:
                 out.append(key)
         return out
@@ -147,7 +165,7 @@ class _Machine(RuleBasedStateMachine):
     def store_and_commit(self, data: st.DataObject) -> None:
         """prepare_store then complete_store of what it stored: the common pair, as one
         rule, so that READY blocks (and loads of them) are frequent."""
-        absent = [k for k in KEYS if k not in self.lock.keys_in(_P, _R, _L)]
+        absent = [k for k in self.keys if k not in self.lock.keys_in(_P, _R, _L)]
         keys = self._keys(data, absent, 3)
         self.lock.apply(Step(Call.keys("prepare_store", keys)))
         stored = [k for k in keys if k in self.lock.keys_in(_P)]
@@ -188,9 +206,11 @@ class _Machine(RuleBasedStateMachine):
         or READY one (ref underflow). Hits the per-key checks, "the first offender
         decides", and all-or-nothing when good keys come before the offender."""
         lock = self.lock
+        if not lock.contract.inputs.invalid:
+            return
         good = lock.keys_in(_R, _L) if load else lock.keys_in(_L)
         refused = lock.keys_in(_P) if load else lock.keys_in(_P, _R)
-        absent = [k for k in KEYS if k not in lock.keys_in(_P, _R, _L)]
+        absent = [k for k in self.keys if k not in lock.keys_in(_P, _R, _L)]
         offenders = refused + absent[:2]
         offender = offenders[data.draw(_INDEX) % len(offenders)]
         keys = [k for k in self._keys(data, good, 3) if k != offender]
@@ -211,7 +231,7 @@ class _Machine(RuleBasedStateMachine):
         elif what <= 3:
             call = Call.plain("take_events")
         else:
-            keys = self._keys(data, self.lock.keys_in(_P, _R, _L), 1) or [KEYS[0]]
+            keys = self._keys(data, self.lock.keys_in(_P, _R, _L), 1) or [self.keys[0]]
             call = Call.plain("lookup", keys[0])
         self.lock.apply(Step(call))
 
@@ -220,11 +240,21 @@ class _Machine(RuleBasedStateMachine):
     @rule(data=st.data(), kind=st.integers(0, 3))
     def bad_input(self, data: st.DataObject, kind: int) -> None:
         """Malformed key batches (mostly), non-bool `success` and unhashable lookups,
-        bad constructor arguments and an unknown policy name."""
+        bad constructor arguments and an unknown policy name. Under a contract without
+        malformed calls only the duplicate batch is made (if duplicates are on)."""
+        inputs = self.lock.contract.inputs
+        if not inputs.malformed:
+            if inputs.duplicates:
+                keys = self._keys(data, self.lock.keys_in(_P, _R, _L), 3) or [self.keys[0]]
+                self.lock.apply(Step(bad_key_calls(data.draw(_METHOD), keys)[0]))
+            return
         if kind <= 1:
             method = data.draw(_METHOD)
             keys = self._keys(data, self.lock.keys_in(_P, _R, _L), 3)
-            self.lock.apply(Step(bad_key_calls(method, keys)[data.draw(_BAD_KEY_INDEX)]))
+            index = data.draw(_BAD_KEY_INDEX)
+            if index == 0 and not inputs.duplicates:
+                return
+            self.lock.apply(Step(bad_key_calls(method, keys)[index]))
         elif kind == 2:
             keys = self._keys(data, self.lock.keys_in(_P), 2)
             calls = bad_success_calls(keys) + bad_lookup_calls()

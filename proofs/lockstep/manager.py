@@ -1,23 +1,31 @@
 """The lock-step core of the conformance engine, independent of Hypothesis.
 
-A `LockStep` holds the reference `ModelManager` and an implementation built by a
-factory `(num_blocks, policy, enable_events) -> adapter`, and applies *actions* to
-both: `Start` (build both sides), `Step` (one manager call), `Fault` (one call on
-the implementation with a policy hook armed to raise) and `Construct` (a
-constructor call with bad arguments, which both sides must reject). After each
-action it compares:
+A `LockStep` holds the reference manager and an implementation built by a factory
+`(num_blocks, policy, enable_events) -> adapter`, and applies *actions* to both:
+`Start` (build both sides), `Step` (one manager call), `Fault` (one call on the
+implementation with a policy hook armed to raise) and `Construct` (a constructor
+call with bad arguments, which both sides must reject). Every call and every
+comparison goes through `lockstep.cpu_contract` under the run's
+`lockstep.contract.Contract`, so that the same code serves the exact contract, the
+safety contract and black-box runs:
 
-* results (`==`), or errors: both raise or neither; both are `LifecycleError`s with
-  the same `identity()` (type, keys, block ids);
-* snapshots (`==`), and on every error that neither snapshot changed;
-* the counters `num_evictable` / `num_pending` of both sides;
-* `model.invariants.check_snapshot` on both snapshots, and the implementation's own
-  `check_invariants()` when it has one.
+* results, or errors (both raise or neither; the error contract decides what counts
+  as the same error);
+* the observed states (snapshots, their safety view, or what a black box shows),
+  and on every error that neither side changed;
+* the implementation's snapshot invariants, its `check_invariants()` and counters.
 
-A divergence raises `ConformanceFailure`, carrying the readable trace (the actions
-so far written as Python calls with both sides' answers) and the actions
-themselves, so that `replay` can re-run any sequence of actions without Hypothesis
-(the shrinker in `evictable.proofs.lockstep.shrink` does exactly that).
+A divergence is a `ConformanceFailure`: its class (`compare.Kind`: atomicity,
+leaked pin, orphaned slot, ...), the reason, the readable trace (the actions so far
+as Python calls with both sides' answers) and the actions themselves, so that
+`replay` can re-run any sequence of actions without Hypothesis (the shrinker in
+`evictable.proofs.lockstep.shrink` does exactly that).
+
+**Continuing past a finding.** A `LockStep` made with `collect=True` does not raise:
+it records the failure in the run's `RunStats` (one entry per class, keeping the
+shortest) and ignores the rest of the example; the engine then starts the next
+example from scratch. The model never has to be resynchronised with a diverged
+implementation: every example starts both sides afresh.
 """
 
 from __future__ import annotations
@@ -28,13 +36,22 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from evictable.model.errors import LifecycleError
-from evictable.model.invariants import check_snapshot
 from evictable.model.lifecycle import CpuState
 from evictable.model.manager import ModelManager
 from evictable.model.types import Key, ManagerSnapshot
-from evictable.proofs.lockstep.compare import Kind, Reply, diff, invoke, judge, same_error
+from evictable.proofs.lockstep.compare import Kind, Reply, diff, invoke, same_error
+from evictable.proofs.lockstep.contract import DEFAULT, Contract
+from evictable.proofs.lockstep.cpu_contract import (
+    ObservationError,
+    Side,
+    judge_call,
+    judge_state,
+    make_model,
+    observe,
+    pair,
+)
 from evictable.proofs.lockstep.faults import FaultPlan
-from evictable.proofs.lockstep.inputs import Call
+from evictable.proofs.lockstep.inputs import KEYS, Call
 from evictable.proofs.obligations import check_deadline
 
 __all__ = [
@@ -47,6 +64,7 @@ __all__ = [
     "RunStats",
     "Start",
     "Step",
+    "TraceLine",
     "replay",
 ]
 
@@ -91,14 +109,40 @@ class Construct:
 Action = Start | Step | Fault | Construct
 
 
+@dataclass(frozen=True)
+class TraceLine:
+    """One line of a trace: the code (`m.prepare_store([...])`, `m = factory(...)`),
+    both sides' answers, and whether a side raised (a snippet then guards the line)."""
+
+    code: str
+    note: str = ""
+    raised: bool = False
+
+    def text(self) -> str:
+        return f"{self.code}  # {self.note}" if self.note else self.code
+
+
 class ConformanceFailure(AssertionError):
     """The implementation diverged from the model; the message is the readable trace."""
 
-    def __init__(self, reason: str, trace: Sequence[str], actions: Sequence[Action]) -> None:
+    def __init__(
+        self,
+        reason: str,
+        trace: Sequence[TraceLine | str],
+        actions: Sequence[Action],
+        kind: Kind = Kind.STATE,
+    ) -> None:
         self.reason = reason
-        self.trace = tuple(trace)
+        self.lines = tuple(t if isinstance(t, TraceLine) else TraceLine(t) for t in trace)
+        self.trace = tuple(line.text() for line in self.lines)
         self.actions = tuple(actions)
+        self.kind = kind
         super().__init__(self.text())
+
+    @property
+    def calls(self) -> int:
+        """Actions in the trace, the initial construction aside."""
+        return sum(1 for a in self.actions if not isinstance(a, Start))
 
     def text(self) -> str:
         return "\n".join([self.reason, "trace:", *(f"  {line}" for line in self.trace)])
@@ -118,6 +162,10 @@ class RunStats:
     outcomes: Counter[str] = field(default_factory=Counter)
     """What the model answered, by kind ("prepare_store:evicts", "prepare_load:
     BlockNotReadyError", "fault:insert", ...): evidence that the run was not vacuous."""
+    findings: dict[Kind, ConformanceFailure] = field(default_factory=dict)
+    """The shortest failure seen of each class (in order of discovery)."""
+    hits: Counter[Kind] = field(default_factory=Counter)
+    """In how many examples each class was found."""
 
     def failed(self, step_no: int) -> None:
         if self.first_failure_example is None:
@@ -125,15 +173,12 @@ class RunStats:
             self.first_failure_step = step_no
             self.first_failure_total_steps = self.steps
 
-
-def _invoke(target: Any, call: Call) -> Reply:
-    """Call `target.<call.method>` (or `target` itself for `call.method == ""`)."""
-    args, kwargs = call.build()
-    try:
-        fn = getattr(target, call.method) if call.method else target
-    except Exception as exc:  # a missing method is compared like any other outcome
-        return Reply(True, exc)
-    return invoke(fn, *args, **kwargs)
+    def record(self, failure: ConformanceFailure) -> None:
+        """Keep `failure` if it is the first, or the shortest so far, of its class."""
+        self.hits[failure.kind] += 1
+        best = self.findings.get(failure.kind)
+        if best is None or len(failure.actions) < len(best.actions):
+            self.findings[failure.kind] = failure
 
 
 def _outcome(method: str, reply: Reply) -> str:
@@ -162,22 +207,35 @@ class LockStep:
         fault_policy: str | None,
         plan: FaultPlan,
         stats: RunStats | None = None,
+        contract: Contract = DEFAULT,
+        collect: bool = False,
     ) -> None:
         self.factory = factory
         self.policy = policy
         self.fault_policy = fault_policy
         self.plan = plan
         self.stats = stats if stats is not None else RunStats()
+        self.contract = contract
+        self.collect = collect
+        self.keys: tuple[Key, ...] = contract.keys.pool(len(KEYS))
         self.model: ModelManager | None = None
         self.impl: Any = None
         self.faulty = False
-        self.trace: list[str] = []
+        self.diverged = False
+        self.counted = True
+        self.lines: list[TraceLine] = []
         self.actions: list[Action] = []
         self.step_no = 0
         self.m_snap: ManagerSnapshot | None = None
-        self.i_snap: ManagerSnapshot | None = None
+        """The model's full snapshot after the last action (what rules draw keys from)."""
+        self.m_side: Side | None = None
+        self.i_side: Side | None = None
 
     # ------------------------------------------------------------ queries
+
+    @property
+    def trace(self) -> list[str]:
+        return [line.text() for line in self.lines]
 
     def keys_in(self, *states: CpuState) -> list[Key]:
         """Keys in `states` now (from the model's snapshot after the last action)."""
@@ -187,75 +245,39 @@ class LockStep:
 
     # ------------------------------------------------------------ helpers
 
-    def _fail(self, reason: str) -> NoReturn:
+    def _fail(self, reason: str, kind: Kind = Kind.STATE) -> NoReturn:
         self.stats.failed(self.step_no)
-        raise ConformanceFailure(reason, self.trace, self.actions)
+        raise ConformanceFailure(reason, self.lines, self.actions, kind)
 
-    def _sides(self) -> tuple[ModelManager, Any, ManagerSnapshot, ManagerSnapshot]:
-        if self.model is None or self.m_snap is None or self.i_snap is None:
+    def _sides(self) -> tuple[ModelManager, Any, Side, Side]:
+        if self.model is None or self.m_side is None or self.i_side is None:
             raise RuntimeError("a LockStep must Start before any other action")
-        return self.model, self.impl, self.m_snap, self.i_snap
+        return self.model, self.impl, self.m_side, self.i_side
 
-    def _impl_snapshot(self, label: str) -> ManagerSnapshot:
+    def _observe(self, label: str) -> tuple[Side, Side]:
+        """Both sides' state now under the contract."""
+        if self.model is None:
+            raise RuntimeError("a LockStep must Start before any other action")
+        m = observe(self.contract, self.model, self.keys, self.counted)
         try:
-            snap: object = self.impl.snapshot()
-        except Exception as exc:
-            self._fail(f"{label}: impl.snapshot() raised {type(exc).__name__}: {exc}")
-        if not isinstance(snap, ManagerSnapshot):
-            self._fail(f"{label}: impl.snapshot() returned a {type(snap).__name__}")
-        return snap
+            i = observe(self.contract, self.impl, self.keys, self.counted)
+        except ObservationError as exc:
+            self._fail(f"{label}: {exc}", Kind.STATE)
+        return m, i
 
-    def _check_after(
-        self, label: str, snaps: tuple[ManagerSnapshot, ManagerSnapshot] | None = None
-    ) -> None:
-        """Compare both sides after an action (`snaps`: their snapshots, when already
-        taken); remember their snapshots."""
-        model, impl = self.model, self.impl
+    def _check_after(self, label: str, sides: tuple[Side, Side] | None = None) -> None:
+        """Compare both sides' states after an action (`sides`: when already observed);
+        remember them."""
+        model = self.model
         if model is None:
             raise RuntimeError("a LockStep must Start before any other action")
-        m_snap, i_snap = (
-            snaps if snaps is not None else (model.snapshot(), self._impl_snapshot(label))
-        )
-        if m_snap != i_snap:
-            self._fail(f"{label}: snapshots differ (model != impl): {diff(m_snap, i_snap)}")
-        bad = check_snapshot(m_snap)
-        if bad:
-            self._fail(f"{label}: model snapshot violates {bad} (model bug)")
-        bad = check_snapshot(i_snap)
-        if bad:
-            self._fail(f"{label}: impl snapshot violates invariants {bad}")
-        checker = getattr(impl, "check_invariants", None)
-        if callable(checker):
-            try:
-                checker()
-            except Exception as exc:
-                self._fail(f"{label}: impl.check_invariants() failed: {type(exc).__name__}: {exc}")
-        try:
-            counters_i = (impl.num_evictable, impl.num_pending)
-        except Exception as exc:
-            self._fail(f"{label}: impl counters raised {type(exc).__name__}: {exc}")
-        counters_m = (model.num_evictable, model.num_pending)
-        if counters_m != counters_i:
-            self._fail(
-                f"{label}: counters (num_evictable, num_pending): model {counters_m} "
-                f"!= impl {counters_i}"
-            )
-        self.m_snap, self.i_snap = m_snap, i_snap
-
-    def _compare(
-        self, label: str, rm: Reply, ri: Reply, m_before: ManagerSnapshot, i_before: ManagerSnapshot
-    ) -> None:
-        m_after = self._model_snapshot()
-        i_after = self._impl_snapshot(label)
-        found = judge(rm, ri, m_before, i_before, m_after, i_after)
+        m, i = sides if sides is not None else self._observe(label)
+        found = judge_state(self.contract, model, self.impl, m, i)
         if found is not None:
-            model_bug = " (model bug)" if found.kind is Kind.MODEL_BUG else ""
-            self._fail(f"{label}: {found.reason}{model_bug}")
-        self._check_after(label, (m_after, i_after))
-
-    def _model_snapshot(self) -> ManagerSnapshot:
-        model, _, _, _ = self._sides()
-        return model.snapshot()
+            bug = " (model bug)" if found.kind is Kind.MODEL_BUG else ""
+            self._fail(f"{label}: {found.reason}{bug}", found.kind)
+        self.m_side, self.i_side = m, i
+        self.m_snap = m.full if m.full is not None else model.snapshot()
 
     def _begin(self, action: Action) -> str:
         check_deadline("conformance")
@@ -267,15 +289,24 @@ class LockStep:
     # ------------------------------------------------------------ actions
 
     def apply(self, action: Action) -> None:
-        """Apply one action to both sides and compare (raises `ConformanceFailure`)."""
-        if isinstance(action, Start):
-            self._start(action)
-        elif isinstance(action, Step):
-            self._step(action)
-        elif isinstance(action, Fault):
-            self._fault(action)
-        else:
-            self._construct(action)
+        """Apply one action to both sides and compare. Raises `ConformanceFailure`, or,
+        with `collect`, records it and ignores the rest of the example."""
+        if self.diverged:
+            return
+        try:
+            if isinstance(action, Start):
+                self._start(action)
+            elif isinstance(action, Step):
+                self._step(action)
+            elif isinstance(action, Fault):
+                self._fault(action)
+            else:
+                self._construct(action)
+        except ConformanceFailure as failure:
+            if not self.collect:
+                raise
+            self.diverged = True
+            self.stats.record(failure)
 
     def _start(self, a: Start) -> None:
         self.actions.append(a)
@@ -285,25 +316,56 @@ class LockStep:
             self.stats.fault_examples += 1
         impl_policy = self.fault_policy if self.faulty and self.fault_policy else self.policy
         self.plan.disarm()
-        self.trace.append(f"m = factory({a.num_blocks!r}, {impl_policy!r}, {a.events!r})")
-        self.model = ModelManager(a.num_blocks, self.policy, a.events)
+        self.lines.append(
+            TraceLine(f"m = factory({a.num_blocks!r}, {impl_policy!r}, {a.events!r})")
+        )
+        self.model = make_model(self.contract, a.num_blocks, self.policy, a.events)
         try:
             self.impl = self.factory(a.num_blocks, impl_policy, a.events)
         except Exception as exc:
-            self._fail(f"construction: factory raised {type(exc).__name__}: {exc}")
+            self._fail(
+                f"construction: factory raised {type(exc).__name__}: {exc}", Kind.REJECTED_GOOD_CALL
+            )
+        try:
+            self.counted = (self.impl.num_evictable, self.impl.num_pending) is not None
+        except AttributeError:
+            self.counted = False
+        except Exception:  # a crashing counter is reported by the state check
+            self.counted = True
         self._check_after("construction")
 
     def _step(self, a: Step) -> None:
         label = self._begin(a) + f" ({a.call.method})"
         model, impl, m_before, i_before = self._sides()
-        rm, ri = _invoke(model, a.call), _invoke(impl, a.call)
+        model_before = self.m_snap if self.m_snap is not None else model.snapshot()
+        rm, ri = pair(self.contract, model, impl, a.call.method, a.call.build)
         self.stats.outcomes[_outcome(a.call.method, rm)] += 1
-        both_raised = rm.raised and ri.raised and same_error(rm.value, ri.value)
+        both_raised = (
+            rm.raised and ri.raised and same_error(rm.value, ri.value, self.contract.errors)
+        )
         if both_raised or (not rm.raised and rm == ri):
-            self.trace.append(f"m.{a.call.text}  # {ri.describe()}")
+            note = ri.describe()
         else:
-            self.trace.append(f"m.{a.call.text}  # model {rm.describe()}; impl {ri.describe()}")
-        self._compare(label, rm, ri, m_before, i_before)
+            note = f"model {rm.describe()}; impl {ri.describe()}"
+        self.lines.append(TraceLine(f"m.{a.call.text}", note, rm.raised or ri.raised))
+        m_after, i_after = self._observe(label)
+        args, _ = a.call.build()
+        found = judge_call(
+            self.contract,
+            a.call.method,
+            args,
+            rm,
+            ri,
+            m_before,
+            i_before,
+            m_after,
+            i_after,
+            model_before,
+        )
+        if found is not None:
+            bug = " (model bug)" if found.kind is Kind.MODEL_BUG else ""
+            self._fail(f"{label}: {found.reason}{bug}", found.kind)
+        self._check_after(label, (m_after, i_after))
 
     def _fault(self, a: Fault) -> None:
         label = self._begin(a) + f" ({a.call.method}, fault in {a.hook} call {a.k})"
@@ -319,25 +381,53 @@ class LockStep:
             ri = _invoke(impl, a.call)
         if fired is None:
             # The hook was not reached k times: an ordinary call, compared as usual.
+            model_before = self.m_snap if self.m_snap is not None else model.snapshot()
             rm = _invoke(model, a.call)
-            self.trace.append(
-                f"m.{a.call.text}  # (no fault fired) model {rm.describe()}; impl {ri.describe()}"
+            self.lines.append(
+                TraceLine(
+                    f"m.{a.call.text}",
+                    f"(no fault fired) model {rm.describe()}; impl {ri.describe()}",
+                    rm.raised or ri.raised,
+                )
             )
-            self._compare(label, rm, ri, m_before, i_before)
+            m_after, i_after = self._observe(label)
+            args, _ = a.call.build()
+            found = judge_call(
+                self.contract,
+                a.call.method,
+                args,
+                rm,
+                ri,
+                m_before,
+                i_before,
+                m_after,
+                i_after,
+                model_before,
+            )
+            if found is not None:
+                self._fail(f"{label}: {found.reason}", found.kind)
+            self._check_after(label, (m_after, i_after))
             return
         self.stats.faults_fired += 1
         self.stats.outcomes[f"fault:{a.hook}"] += 1
-        self.trace.append(
-            f"m.{a.call.text}  # policy hook {a.hook!r} raises on call {a.k}; "
-            f"impl {ri.describe()}; model not stepped"
+        self.lines.append(
+            TraceLine(
+                f"m.{a.call.text}",
+                f"policy hook {a.hook!r} raises on call {a.k}; impl {ri.describe()}; "
+                "model not stepped",
+                True,
+            )
         )
         if not ri.raised or ri.value is not fired:
-            self._fail(f"{label}: impl did not re-raise the injected fault: {ri.describe()}")
-        i_after = self._impl_snapshot(label)
-        if i_after != i_before:
+            self._fail(
+                f"{label}: impl did not re-raise the injected fault: {ri.describe()}", Kind.ERROR
+            )
+        _, i_after = self._observe(label)
+        if i_after.view != i_before.view:
             self._fail(
                 f"{label}: impl changed state although the call failed "
-                f"(before != after): {diff(i_before, i_after)}"
+                f"(before != after): {diff(i_before.view, i_after.view)}",
+                Kind.ATOMICITY,
             )
         self._check_after(label)
 
@@ -346,14 +436,29 @@ class LockStep:
         text = f"factory({a.num_blocks!r}, {a.policy!r}, {a.events!r})"
         call = Call.construct(text, a.num_blocks, a.policy, a.events)
         rm, ri = _invoke(ModelManager, call), _invoke(self.factory, call)
-        self.trace.append(f"{text}  # model {rm.describe()}; impl {ri.describe()}")
+        self.lines.append(TraceLine(text, f"model {rm.describe()}; impl {ri.describe()}", True))
         if not rm.raised or not isinstance(rm.value, LifecycleError):
-            self._fail(f"{label}: the model accepted a bad constructor argument (model bug)")
+            self._fail(
+                f"{label}: the model accepted a bad constructor argument (model bug)",
+                Kind.MODEL_BUG,
+            )
         if not ri.raised:
-            self._fail(f"{label}: impl accepted a bad constructor argument")
-        if not same_error(rm.value, ri.value):
-            self._fail(f"{label}: errors differ: model {rm.describe()}, impl {ri.describe()}")
+            self._fail(f"{label}: impl accepted a bad constructor argument", Kind.ACCEPTED_BAD_CALL)
+        if not same_error(rm.value, ri.value, self.contract.errors):
+            self._fail(
+                f"{label}: errors differ: model {rm.describe()}, impl {ri.describe()}", Kind.ERROR
+            )
         self._check_after(label)
+
+
+def _invoke(target: Any, call: Call) -> Reply:
+    """Call `target.<call.method>` (or `target` itself for `call.method == ""`)."""
+    args, kwargs = call.build()
+    try:
+        fn = getattr(target, call.method) if call.method else target
+    except Exception as exc:  # a missing method is compared like any other outcome
+        return Reply(True, exc)
+    return invoke(fn, *args, **kwargs)
 
 
 def replay(
@@ -362,9 +467,10 @@ def replay(
     fault_policy: str | None,
     plan: FaultPlan,
     actions: Sequence[Action],
+    contract: Contract = DEFAULT,
 ) -> ConformanceFailure | None:
     """Run `actions` from scratch; the failure they provoke, or None."""
-    lock = LockStep(factory, policy, fault_policy, plan)
+    lock = LockStep(factory, policy, fault_policy, plan, contract=contract)
     try:
         for action in actions:
             lock.apply(action)

@@ -100,7 +100,7 @@ def test_check_rejects_the_nonatomic_manager_with_a_trace(
     )
     assert code == 1
     assert "verdict: REJECTED" in out
-    assert "impl changed state on an error" in out
+    assert "[leaked pin]" in out and "impl changed state on an error" in out
     assert "m.prepare_load(['a', 'b'])" in out
     assert "from evictable.proofs.controls.manager import non_atomic_prepare_load" in out
 

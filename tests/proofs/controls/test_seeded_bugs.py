@@ -34,7 +34,9 @@ def test_the_catalogue_has_distinct_documented_bugs() -> None:
 
 @pytest.mark.parametrize(("bug", "policy"), CATALOGUE, ids=lambda x: getattr(x, "name", x))
 def test_conformance_engine_catches_seeded_bug(bug: SeededBug, policy: str) -> None:
-    record = run_conformance(bug.factory, policy, seed=SEED, inject_faults=bug.faults, **BUDGET)
+    record = run_conformance(
+        bug.factory, policy, seed=SEED, inject_faults=bug.faults, stop_at_first=True, **BUDGET
+    )
     print(
         f"\n{bug.name}: caught in example {record.first_failure_example} after "
         f"{record.first_failure_steps} steps ({record.seconds:.2f}s incl. shrinking); "

@@ -25,10 +25,10 @@ from evictable.proofs import policies
 from evictable.proofs.controls import ARC_BUGS, SEEDED_BUGS, SeededBug
 from evictable.proofs.controls.manager import non_atomic_complete_load, non_atomic_prepare_load
 from evictable.proofs.explore import manager as explore_mod
-from evictable.proofs.explore import manager_subject as explore_worker
 from evictable.proofs.explore.manager import Bounds, explore, obligations
 from evictable.proofs.explore.ops import Alphabet, Op, invoke
 from evictable.proofs.explore.state import encode
+from evictable.proofs.lockstep import cpu_contract
 from evictable.proofs.obligations import Status, run_one
 
 TINY = Bounds(slots=2, keys=2, max_ref=1, batch=2)
@@ -174,14 +174,12 @@ class _MiscountingModel(ModelManager):
 
 
 def test_checks_every_invariant_in_every_state(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(explore_mod, "ModelManager", _MiscountingModel)
-    monkeypatch.setattr(explore_worker, "ModelManager", _MiscountingModel)
+    monkeypatch.setattr(cpu_contract, "ModelManager", _MiscountingModel)
     run = explore(TINY, _MiscountingModel, workers=1)
     assert run.failure is not None
     assert "counters_match" in run.failure.reason
-    assert run.failure.op is None and [op.text for op in run.failure.path] == [
-        "prepare_store(['a'])"
-    ]
+    calls = [*run.failure.path, *([run.failure.op] if run.failure.op else [])]
+    assert [op.text for op in calls] == ["prepare_store(['a'])"]
 
 
 def test_events_bound_prunes_successors() -> None:

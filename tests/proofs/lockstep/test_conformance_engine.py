@@ -97,7 +97,9 @@ class _WrongErrorKeys:
 
 
 def test_errors_are_compared_by_type_and_attributes() -> None:
-    record = run_conformance(_WrongErrorKeys, "lru", examples=200, steps=30, seed=3)
+    record = run_conformance(
+        _WrongErrorKeys, "lru", examples=200, steps=30, seed=3, stop_at_first=True
+    )
     _failed(record)
     assert "errors differ" in record.reason or "prepare_load" in record.reason
 
@@ -182,7 +184,9 @@ class _SwallowsPolicyErrors(CPUOffloadingManager):
 
 
 def test_refutes_an_impl_that_swallows_an_injected_policy_fault() -> None:
-    record = run_conformance(_SwallowsPolicyErrors, "lru", 300, 30, seed=2, inject_faults=True)
+    record = run_conformance(
+        _SwallowsPolicyErrors, "lru", 300, 30, seed=2, inject_faults=True, stop_at_first=True
+    )
     _failed(record)
     assert "did not re-raise the injected fault" in record.reason
 

@@ -1,0 +1,202 @@
+"""The `check` subcommand of `evictable`: a third-party implementation under a contract.
+
+```
+evictable check MODULE:FACTORY [--target manager|free-queue|block-pool|lazy]
+                [--pool MODULE:FACTORY] [--contract exact|safety]
+                [--errors typed|builtin|any] [--black-box] [--valid-only]
+                [--no-invalid] [--no-duplicates] [--no-malformed] [--policy P]
+                [--examples N] [--steps N] [--seed S] [--workers W] [--no-explore]
+                [--json PATH]
+```
+
+Every choice left out comes from what the factory declares (`evictable_contract`,
+`evictable_policy`; `lockstep.contract`), else the defaults: the exact contract,
+typed errors, snapshots, every input, policy `lru`. The `manager` target (the
+default) runs the conformance engine and the explorer (`lockstep.check`); the GPU
+targets run their lock-step machines and, for the lazy scanner, the breadth-first
+search for the scan-completeness property (`cli.check_gpu`). Findings are printed
+one per class, each with its shortest trace as a runnable snippet. Exit codes: 0 no
+finding, 1 a finding, 2 could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from evictable.model.manager import MODEL_POLICIES
+from evictable.proofs.cli.errors import UsageError
+from evictable.proofs.lockstep.compare import Errors
+from evictable.proofs.lockstep.contract import Contract, ContractError, Mode, resolve
+from evictable.proofs.lockstep.findings import Finding
+
+__all__ = ["TARGETS", "add_parser", "contract_of", "findings_block"]
+
+TARGETS = ("manager",)
+
+
+def add_parser(subparsers: Any, count: Any) -> None:
+    """Add `check` to the `evictable` parser (`count`: the positive-int argument type)."""
+    p = subparsers.add_parser(
+        "check",
+        help="check an implementation against the model",
+        description="Run the lock-step engines against the implementation made by "
+        "MODULE:FACTORY under a contract (docs/conformance.md).",
+    )
+    p.add_argument(
+        "spec",
+        metavar="MODULE:FACTORY",
+        help="factory of the implementation (for the manager: (num_blocks, policy, "
+        "enable_events) -> manager)",
+    )
+    p.add_argument("--target", choices=TARGETS, default="manager", help="what the factory makes")
+    p.add_argument(
+        "--pool",
+        metavar="MODULE:FACTORY",
+        default=None,
+        help="lazy target: the block pool factory (num_blocks) -> pool the scanner walks",
+    )
+    p.add_argument("--contract", choices=[m.value for m in Mode], default=None)
+    p.add_argument("--errors", choices=[e.value for e in Errors], default=None)
+    p.add_argument("--black-box", action="store_true", default=None, help="never call snapshot()")
+    p.add_argument("--valid-only", action="store_true", default=None, help="valid calls only")
+    p.add_argument("--no-invalid", action="store_true", help="no calls the model rejects")
+    p.add_argument("--no-duplicates", action="store_true", help="no duplicate key batches")
+    p.add_argument("--no-malformed", action="store_true", help="no malformed arguments")
+    p.add_argument("--examples", type=count(1), default=200, help="conformance examples")
+    p.add_argument("--steps", type=count(1), default=40, help="steps per example")
+    p.add_argument("--policy", default=None, help="policy name passed to the factory")
+    p.add_argument("--seed", type=int, default=None, help="conformance seed")
+    p.add_argument("--workers", type=count(1), default=2, help="explorer worker processes")
+    p.add_argument("--no-explore", action="store_true", help="skip the explorer")
+    p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
+    p.set_defaults(handler=cmd_check)
+
+
+def contract_of(factory: object, args: argparse.Namespace) -> Contract:
+    """The factory's declared contract with the command line's choices on top."""
+    try:
+        return resolve(
+            factory,
+            mode=args.contract,
+            errors=args.errors,
+            black_box=args.black_box,
+            valid_only=args.valid_only,
+            invalid=False if args.no_invalid else None,
+            duplicates=False if args.no_duplicates else None,
+            malformed=False if args.no_malformed else None,
+        )
+    except ContractError as exc:
+        raise UsageError(f"evictable check: {exc}") from None
+
+
+def findings_block(findings: tuple[Finding, ...]) -> str:
+    """The verdict line and one block per class of finding."""
+    if not findings:
+        return "verdict: conforms (no finding)"
+    classes = ", ".join(f.kind.value for f in findings)
+    head = f"verdict: REJECTED -- {len(findings)} class(es) of finding: {classes}"
+    return "\n\n".join([head, *(f.text() for f in findings)])
+
+
+def cmd_check(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
+    from evictable.proofs.cli.commands import CheckSetupError, load_factory
+
+    t0 = time.perf_counter()
+    try:
+        factory = load_factory(args.spec)
+        pool = load_factory(args.pool) if args.pool is not None else None
+    except CheckSetupError as exc:
+        raise CheckSetupError(f"evictable check: {exc}") from None
+    import_s = time.perf_counter() - t0
+    contract = contract_of(factory, args)
+    if args.target == "manager":
+        return _check_manager(args, factory, contract, import_s)
+    from evictable.proofs.cli.check_gpu import check_gpu
+
+    return check_gpu(args, factory, pool, contract, import_s)
+
+
+def _check_manager(
+    args: argparse.Namespace, factory: Any, contract: Contract, import_s: float
+) -> tuple[int, dict[str, Any]]:
+    from evictable.proofs.cli.commands import exploration_fields, probe_manager
+    from evictable.proofs.lockstep.check import check_manager
+    from evictable.proofs.policies import MissingProfileError, profile
+
+    policy = args.policy or getattr(factory, "evictable_policy", "lru")
+    if policy not in MODEL_POLICIES:
+        raise UsageError(
+            f"evictable check: unknown policy {policy!r}; the model knows {sorted(MODEL_POLICIES)}"
+        )
+    try:
+        bounds = profile(policy).check
+    except MissingProfileError as exc:
+        raise UsageError(f"evictable check: {exc}") from None
+    probe_manager(factory, policy, contract)
+    print(f"evictable check {args.spec} (target manager, policy {policy!r})")
+    print(f"contract: {contract.describe()}")
+    print(f"import and construction: {import_s:.1f}s")
+    result = check_manager(
+        factory,
+        policy,
+        contract,
+        args.examples,
+        args.steps,
+        args.seed,
+        None if args.no_explore else bounds,
+        args.workers,
+    )
+    record = result.conformance
+    print(
+        f"conformance engine ({args.examples} examples x {args.steps} steps, "
+        f"{result.conformance_s:.1f}s): "
+        + (
+            "pass"
+            if record.ok
+            else f"{len(record.findings)} class(es) of finding"
+            if record.findings
+            else f"ERROR: {record.reason}"
+        )
+    )
+    for run in result.explorations:
+        line = run.summary().splitlines()[0]
+        print(f"explorer: {line}")
+    if result.explorations:
+        print(f"explorer: {len(result.explorations)} round(s), {result.explorer_s:.1f}s")
+    print()
+    print(findings_block(result.findings))
+    code = 0 if result.ok else 1
+    if record.status == "error":
+        code = 2
+    fields: dict[str, Any] = {
+        "spec": args.spec,
+        "target": "manager",
+        "policy": policy,
+        "seed": args.seed,
+        "contract": contract.as_dict(),
+        "verdict": "conforms" if code == 0 else "rejected",
+        "conformance": {
+            "status": record.status,
+            "examples": record.examples,
+            "steps": record.steps,
+            "examples_run": record.examples_run,
+            "steps_run": record.steps_run,
+            "seconds": round(record.seconds, 4),
+            "faults": record.faults,
+            "reason": record.reason,
+            "trace": record.trace,
+        },
+        "explorer": exploration_fields(result.explorations[0]) if result.explorations else None,
+        "explorations": [exploration_fields(run) for run in result.explorations],
+        "findings": [f.as_dict() for f in result.findings],
+        "timings": {
+            "import_s": round(import_s, 4),
+            "conformance_s": round(result.conformance_s, 4),
+            "explorer_s": round(result.explorer_s, 4),
+        },
+    }
+    if code == 2:
+        fields["error"] = f"evictable check: the conformance run could not be made: {record.reason}"
+    return code, fields

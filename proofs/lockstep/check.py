@@ -1,0 +1,114 @@
+"""`evictable check` for a CPU manager: both engines under one contract, findings grouped.
+
+`check_manager(factory, policy, contract, ...)` runs
+
+1. the conformance engine (`lockstep.conformance.run_conformance`): random call
+   sequences, continuing past findings, one shrunk trace per class;
+2. the explorer (`explore.manager.explore`) in rounds: each round is a breadth-first
+   search over every state within the bounds, so the first finding it reports is a
+   shortest trace of its class; the next round masks every class found so far (an
+   edge that shows one is not followed) and looks for the next, until a round finds
+   nothing new (or `rounds` rounds ran);
+
+and groups the findings of both by class (`lockstep.findings.group`: the shortest
+trace of each class wins, whichever engine found it). The pytest entry point
+(`lockstep.pytest_plugin`) and the command line both call it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from evictable.proofs.explore.manager import Bounds, Exploration, explore
+from evictable.proofs.lockstep.compare import Kind
+from evictable.proofs.lockstep.conformance import ConformanceRecord, run_conformance
+from evictable.proofs.lockstep.contract import Contract
+from evictable.proofs.lockstep.findings import Finding, group
+from evictable.proofs.lockstep.manager import AdapterFactory
+
+__all__ = ["ManagerCheck", "check_manager", "explore_findings"]
+
+
+@dataclass(frozen=True)
+class ManagerCheck:
+    """The outcome of `check_manager`."""
+
+    contract: Contract
+    conformance: ConformanceRecord
+    explorations: tuple[Exploration, ...]
+    findings: tuple[Finding, ...]
+    conformance_s: float
+    explorer_s: float
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.conformance.status == "passed"
+            and not self.findings
+            and all(run.figures.complete for run in self.explorations)
+        )
+
+
+def explore_findings(
+    bounds: Bounds,
+    factory: AdapterFactory,
+    contract: Contract,
+    workers: int = 2,
+    rounds: int = 8,
+) -> tuple[list[Exploration], list[Finding]]:
+    """Explorer rounds until no new class of finding appears (see the module doc)."""
+    masked: set[Kind] = set()
+    runs: list[Exploration] = []
+    found: list[Finding] = []
+    for _ in range(rounds):
+        run = explore(bounds, factory, workers=workers, contract=contract, masked=frozenset(masked))
+        runs.append(run)
+        failure = run.failure
+        if failure is None or failure.kind in masked:
+            break
+        masked.add(failure.kind)
+        calls = len(failure.path) + (failure.op is not None)
+        found.append(
+            Finding(
+                failure.kind,
+                f"explorer ({bounds.describe()})",
+                failure.reason,
+                failure.snippet,
+                failure.snippet,
+                calls,
+            )
+        )
+    return runs, found
+
+
+def check_manager(
+    factory: AdapterFactory,
+    policy: str,
+    contract: Contract,
+    examples: int = 200,
+    steps: int = 40,
+    seed: int | None = None,
+    bounds: Bounds | None = None,
+    workers: int = 2,
+    shrink_budget_s: float = 10.0,
+) -> ManagerCheck:
+    """Both engines against `factory` under `contract` (`bounds` None: no explorer)."""
+    t0 = time.perf_counter()
+    record = run_conformance(
+        factory, policy, examples, steps, seed, shrink_budget_s=shrink_budget_s, contract=contract
+    )
+    t1 = time.perf_counter()
+    runs: list[Exploration] = []
+    found: list[Finding] = []
+    if bounds is not None and record.status != "error":
+        runs, found = explore_findings(bounds, factory, contract, workers)
+    t2 = time.perf_counter()
+    return ManagerCheck(
+        contract,
+        record,
+        tuple(runs),
+        group([*found, *record.findings]),  # on a tie, the explorer's (a shortest) trace
+        t1 - t0,
+        t2 - t1,
+    )

@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: all test verify lint typecheck docs bench clean
+.PHONY: all test verify lint typecheck docs bench clean interop
 
 all: test
 
@@ -35,5 +35,22 @@ docs: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/evictable bench
 
+# vLLM 0.33.0 on a CPU build of torch, in its own venv (docs/interop.md): the pinned
+# set of interop/requirements.txt without dependency resolution, then this project.
+INTEROP_PYTHON ?= python3.11
+INTEROP        := .venv-interop
+IBIN           := $(INTEROP)/bin
+ISTAMP         := $(INTEROP)/.installed
+
+$(ISTAMP): interop/requirements.txt pyproject.toml
+	$(INTEROP_PYTHON) -m venv $(INTEROP)
+	$(IBIN)/python -m pip install --quiet --no-deps -r interop/requirements.txt
+	$(IBIN)/python -m pip install --quiet --no-warn-conflicts -e . pytest jsonschema
+	touch $(ISTAMP)
+
+# The interop suite: the expected verdicts of `evictable check` on vLLM's own code.
+interop: $(ISTAMP)
+	$(IBIN)/python -m pytest -q -p no:cacheprovider tests/interop
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(INTEROP) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -4,7 +4,7 @@
 evictable check MODULE:FACTORY [--target manager|free-queue|block-pool|lazy]
                 [--pool MODULE:FACTORY] [--contract exact|safety]
                 [--errors typed|builtin|any] [--black-box] [--valid-only]
-                [--no-invalid] [--no-duplicates] [--no-malformed] [--policy P]
+                [--all-inputs] [--no-invalid] [--no-duplicates] [--no-malformed] [--policy P]
                 [--examples N] [--steps N] [--seed S] [--workers W] [--no-explore]
                 [--json PATH]
 ```
@@ -28,12 +28,12 @@ from typing import Any
 from evictable.model.manager import MODEL_POLICIES
 from evictable.proofs.cli.errors import UsageError
 from evictable.proofs.lockstep.compare import Errors
-from evictable.proofs.lockstep.contract import Contract, ContractError, Mode, resolve
+from evictable.proofs.lockstep.contract import Contract, ContractError, Inputs, Mode, resolve
 from evictable.proofs.lockstep.findings import Finding
 
 __all__ = ["TARGETS", "add_parser", "contract_of", "findings_block"]
 
-TARGETS = ("manager",)
+TARGETS = ("manager", "free-queue", "block-pool", "lazy")
 
 
 def add_parser(subparsers: Any, count: Any) -> None:
@@ -61,6 +61,11 @@ def add_parser(subparsers: Any, count: Any) -> None:
     p.add_argument("--errors", choices=[e.value for e in Errors], default=None)
     p.add_argument("--black-box", action="store_true", default=None, help="never call snapshot()")
     p.add_argument("--valid-only", action="store_true", default=None, help="valid calls only")
+    p.add_argument(
+        "--all-inputs",
+        action="store_true",
+        help="every kind of call, whatever the factory declares (before the --no-* switches)",
+    )
     p.add_argument("--no-invalid", action="store_true", help="no calls the model rejects")
     p.add_argument("--no-duplicates", action="store_true", help="no duplicate key batches")
     p.add_argument("--no-malformed", action="store_true", help="no malformed arguments")
@@ -82,6 +87,7 @@ def contract_of(factory: object, args: argparse.Namespace) -> Contract:
             mode=args.contract,
             errors=args.errors,
             black_box=args.black_box,
+            inputs=Inputs() if args.all_inputs else None,
             valid_only=args.valid_only,
             invalid=False if args.no_invalid else None,
             duplicates=False if args.no_duplicates else None,

@@ -10,7 +10,10 @@ this module (`schema()`; documented in docs/proofs.md, "JSON reports"):
   `error` (the one-line reason, when the command could not run);
 * `verify`: `level`, `timeout_s`, `only`, `counts`, `records` (one per obligation
   and per negative control: name, kind, bounds, status, verdict, ...);
-* `check`: `spec`, `policy`, `seed`, `verdict`, `conformance`, `explorer`;
+* `check`: `spec`, `target`, `policy`, `seed`, `contract`, `verdict`, `conformance`,
+  `explorer` (its first round), `explorations` (every round), `findings` (one per
+  class, each with its shortest trace and a runnable snippet), `timings` (the
+  factory's import apart from the checking), and for the lazy target `lazy_search`;
 * `explore`: `bounds`, `canonical`, `workers`, `figures`, `verdict`, `failure`;
 * `replay`: `trace`, `header`, `calls`, `verdict`, `divergence`.
 

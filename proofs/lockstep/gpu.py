@@ -4,6 +4,12 @@
 outcomes (result, or error type and attributes), records the trace, checks that a
 call that raised changed neither side, and steps the live `iter_blocks_after`
 iterators. The machines themselves are in `proofs/gpu_conformance.py`.
+
+Every machine class carries a `lockstep.contract.Contract` (`contract`): its error
+contract decides what counts as the same error; without `invalid` calls a call the
+model refuses is not made on the implementation at all; the safety contract compares
+states without this project's link generations (`project`); a black box is observed
+through its API only (`observations()` instead of `snapshots()`).
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
+from hypothesis import reject
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -20,9 +27,12 @@ from hypothesis.stateful import (
 )
 
 from evictable.impl.free_queue import KVCacheBlock
+from evictable.model.block_pool import BlockPoolSnapshot
 from evictable.model.errors import LifecycleError
+from evictable.model.free_queue import FreeQueueSnapshot
 from evictable.model.types import BlockId
-from evictable.proofs.lockstep.compare import Reply, describe, invoke, judge
+from evictable.proofs.lockstep.compare import Kind, Reply, describe, invoke, judge
+from evictable.proofs.lockstep.contract import DEFAULT, Contract
 from evictable.proofs.obligations import check_deadline
 
 __all__ = [
@@ -35,6 +45,7 @@ __all__ = [
     "keep_message",
     "no_result",
     "one_id",
+    "project",
 ]
 
 UNIVERSE = 8  # block ids 0..7 shared by the two queues of the queue machine
@@ -46,10 +57,30 @@ T = TypeVar("T")
 class GpuConformanceFailure(AssertionError):
     """Model and implementation disagreed; carries the steps that led there."""
 
-    def __init__(self, reason: str, trace: Sequence[str]) -> None:
+    def __init__(self, reason: str, trace: Sequence[str], kind: Kind = Kind.STATE) -> None:
         super().__init__(reason + "\n" + "\n".join(trace))
         self.reason = reason
         self.trace = tuple(trace)
+        self.kind = kind
+
+
+def project(value: Any) -> Any:
+    """A GPU-side state without this project's link generations (what the safety
+    contract compares: queue order, counts, ref counts, hashes)."""
+    if isinstance(value, FreeQueueSnapshot):
+        return FreeQueueSnapshot(value.order, (), value.num_free_blocks)
+    if isinstance(value, BlockPoolSnapshot):
+        return BlockPoolSnapshot(
+            value.num_blocks,
+            value.enable_caching,
+            value.ref_cnts,
+            value.block_hashes,
+            project(value.free_queue),
+            value.cached,
+        )
+    if isinstance(value, tuple):
+        return tuple(project(v) for v in value)
+    return value
 
 
 def ids_of(blocks: Sequence[KVCacheBlock]) -> list[int]:
@@ -81,6 +112,7 @@ class LockStep(RuleBasedStateMachine):
     """Shared plumbing: the trace, comparison, live iterators and held cursors."""
 
     stats: dict[str, int]  # per machine class: examples started, calls compared
+    contract: Contract = DEFAULT
 
     def __init__(self) -> None:
         super().__init__()
@@ -89,11 +121,47 @@ class LockStep(RuleBasedStateMachine):
         # live iterators: (label, model iterator, impl iterator)
         self.iters: list[tuple[str, Iterator[BlockId], Iterator[KVCacheBlock]]] = []
 
-    def fail(self, reason: str) -> None:
-        raise GpuConformanceFailure(reason, self.trace)
+    masked: frozenset[Kind] = frozenset()
+    """Finding classes already reported: an example that shows one is given up
+    (`hypothesis.reject`), so that the run looks for the others."""
+
+    def fail(self, reason: str, kind: Kind = Kind.STATE) -> None:
+        if kind in self.masked:
+            reject()
+        raise GpuConformanceFailure(reason, self.trace, kind)
+
+    @property
+    def strict(self) -> bool:
+        """Exact contract, typed errors, every input: the checks that compare error
+        messages and demand refusals apply only then."""
+        c = self.contract
+        return c.exact and c.inputs.invalid and c.errors.value == "typed"
 
     def snapshots(self) -> tuple[Any, Any]:
         raise NotImplementedError
+
+    def observations(self) -> tuple[Any, Any]:
+        """Both sides observed through the API only (black-box runs)."""
+        raise NotImplementedError
+
+    def views(self) -> tuple[Any, Any]:
+        """Both sides' states as the contract compares them."""
+        if self.contract.black_box:
+            return self.observations()
+        m, i = self.snapshots()
+        if self.contract.safety:
+            return project(m), project(i)
+        return m, i
+
+    def impl_invariants(self, *checks: Callable[[], object]) -> None:
+        """Run the implementation's own `check_invariants` (where it has one, and not
+        in a black-box run)."""
+        if self.contract.black_box:
+            return
+        for check in checks:
+            observed = invoke(check)
+            if observed.raised:
+                self.fail(f"impl invariants broken: {describe(observed)}", Kind.INVARIANT)
 
     def both(
         self,
@@ -106,15 +174,20 @@ class LockStep(RuleBasedStateMachine):
         into the model's terms); on an error, nothing may change. Returns the model's
         reply."""
         check_deadline("GPU conformance")
-        m_pre, i_pre = self.snapshots()
+        m_pre, i_pre = self.views()
         m = invoke(model_call)
+        if m.raised and not self.contract.inputs.invalid:
+            # Valid calls only: a call the model refuses is not made on the impl.
+            self.trace.append(f"# skipped (the model refuses it): {label} {describe(m)}")
+            return m
         i = invoke(impl_call)
-        m_post, i_post = self.snapshots()
+        m_post, i_post = self.views()
         self.stats["calls"] += 1
-        self.trace.append(f"{label} {describe(m)}")
-        found = judge(m, i, m_pre, i_pre, m_post, i_post, convert)
+        note = describe(m) if describe(m) == describe(i) else f"{describe(m)}; impl {describe(i)}"
+        self.trace.append(f"{label} {note}")
+        found = judge(m, i, m_pre, i_pre, m_post, i_post, convert, self.contract.errors)
         if found is not None:
-            self.fail(f"{label}: {found.reason}")
+            self.fail(f"{label}: {found.reason}", found.kind)
         return m
 
     def step_iterators(self, first: int) -> None:

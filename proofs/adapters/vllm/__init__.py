@@ -1,0 +1,88 @@
+"""vLLM 0.33's KV-cache offloading classes behind this project's adapter protocols.
+
+Each factory here is what `evictable check` takes (docs/interop.md has the commands
+and the verdicts):
+
+* `lru_manager`, `arc_manager` (and `manager`, taking the policy name): vLLM's
+  `vllm.v1.kv_offload.cpu.manager.CPUOffloadingManager`;
+* `free_queue`: `vllm.v1.core.kv_cache_utils.FreeKVCacheBlockQueue`
+  (`evictable check --target free-queue`);
+* `block_pool`: `vllm.v1.core.block_pool.BlockPool` (`--target block-pool`);
+* `lazy_scanner`: the lazy offload walk of
+  `vllm.v1.simple_kv_offload.manager.SimpleCPUOffloadScheduler`
+  (`_prepare_lazy_store_specs`) over a real vLLM `BlockPool` made by `block_pool`
+  (`--target lazy ...:lazy_scanner --pool ...:block_pool`).
+
+Keys are vLLM's own format: `K(i)` is `make_offload_key(i.to_bytes(32, "big"), i % 2)`
+(a 32-byte block hash and a 4-byte big-endian group index), a `bytes` value that
+prints as `K(i)` so traces stay readable and snippets runnable (`VLLM_KEYS`).
+
+Importing this package without vLLM installed raises one `ImportError` that says
+what to install; vLLM versions other than 0.33 are refused the same way (the
+adapters read a few of 0.33's internal fields, for snapshots).
+"""
+
+from __future__ import annotations
+
+try:
+    import vllm as _vllm
+    from vllm.v1.kv_offload.base import make_offload_key as _make_offload_key
+except ImportError as _exc:  # one clear error, not vLLM's (or torch's) traceback
+    raise ImportError(
+        "evictable.proofs.adapters.vllm needs vLLM 0.33.0 and torch "
+        f"({type(_exc).__name__}: {_exc}); `make interop` builds .venv-interop with "
+        "them (docs/interop.md)"
+    ) from None
+
+VLLM_VERSION = "0.33"
+if not str(getattr(_vllm, "__version__", "")).startswith(VLLM_VERSION):
+    raise ImportError(
+        f"evictable.proofs.adapters.vllm is written for vLLM {VLLM_VERSION}.x, "
+        f"found {getattr(_vllm, '__version__', '?')} (docs/interop.md)"
+    )
+
+from evictable.proofs.lockstep.contract import KeySpace  # noqa: E402
+
+
+class OffloadKey(bytes):
+    """A vLLM offload key (`bytes`: 32-byte hash + 4-byte group index) printing as `K(i)`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"K({int.from_bytes(self[:32], 'big')})"
+
+
+def K(i: int) -> OffloadKey:
+    """The i-th key of the engines' pool, in vLLM's format (see the module docstring)."""
+    return OffloadKey(_make_offload_key(int(i).to_bytes(32, "big"), int(i) % 2))
+
+
+VLLM_KEYS = KeySpace(
+    make=K,
+    preamble=("from evictable.proofs.adapters.vllm import K",),
+    name="vllm OffloadKey (32-byte hash + 4-byte big-endian group index)",
+)
+"""The key space the vLLM adapters declare: the engines make vLLM's own keys."""
+
+from evictable.proofs.adapters.vllm.gpu import block_pool, free_queue  # noqa: E402
+from evictable.proofs.adapters.vllm.lazy import lazy_scanner  # noqa: E402
+from evictable.proofs.adapters.vllm.manager import (  # noqa: E402
+    VllmManager,
+    arc_manager,
+    lru_manager,
+    manager,
+)
+
+__all__ = [
+    "VLLM_KEYS",
+    "K",
+    "OffloadKey",
+    "VllmManager",
+    "arc_manager",
+    "block_pool",
+    "free_queue",
+    "lazy_scanner",
+    "lru_manager",
+    "manager",
+]

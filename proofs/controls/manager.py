@@ -18,6 +18,7 @@ from typing import Any
 
 from evictable.impl.manager import CPUOffloadingManager, refusal
 from evictable.impl.slots import SlotAllocator
+from evictable.model.errors import DuplicateKeysError
 from evictable.model.lifecycle import CpuEvent
 from evictable.model.types import Key, PrepareStoreOutput
 from evictable.model.validate import check_keys
@@ -25,6 +26,7 @@ from evictable.proofs.controls.bug import Factory, SeededBug
 
 __all__ = [
     "MANAGER_BUGS",
+    "DuplicatesOrphanSlot",
     "KeyByKey",
     "key_by_key",
     "non_atomic_complete_load",
@@ -150,6 +152,29 @@ class NoPolicyRollbackOnFault(CPUOffloadingManager):
         self._guarded = False  # BUG: no policy checkpoint, so no rollback
 
 
+class DuplicatesOrphanSlot(CPUOffloadingManager):
+    """`prepare_store` accepts a batch with a repeated key and hands out one slot per
+    occurrence: the key is stored once, the repeat's slot is owned by no key and never
+    handed out again until `reset_cache` (vLLM 0.33's `prepare_store` does this)."""
+
+    def prepare_store(self, keys: Sequence[Key]) -> PrepareStoreOutput | None:
+        try:
+            return super().prepare_store(keys)
+        except DuplicateKeysError:
+            pass  # BUG: a repeated key is not refused
+        batch = list(keys)
+        firsts = list(dict.fromkeys(batch))
+        repeats = batch[: len(batch) - len(firsts)]
+        out = super().prepare_store(firsts)
+        if out is None or not repeats or not out.keys_to_store:
+            return out
+        if self._slots.free_count() < len(repeats):
+            return out
+        extra = self._slots.take(len(repeats))  # BUG: slots no key will ever own
+        stored = [*out.keys_to_store, *out.keys_to_store[: len(extra)]]
+        return PrepareStoreOutput(stored, [*out.slot_ids, *extra], out.evicted_keys)
+
+
 def _bug(name: str, cls: Callable[..., Any], faults: bool = False) -> SeededBug:
     return SeededBug(name, cls.__doc__ or "", cls, faults=faults)
 
@@ -162,5 +187,6 @@ MANAGER_BUGS: tuple[SeededBug, ...] = (
     _bug("counter_drift_on_eviction", CounterDriftOnEviction),
     _bug("failed_store_keeps_slot", FailedStoreKeepsSlot),
     _bug("no_policy_rollback_on_fault", NoPolicyRollbackOnFault, faults=True),
+    _bug("duplicates_orphan_slot", DuplicatesOrphanSlot),
 )
 """The manager's seeded bugs, in the order the suite reports them."""

@@ -16,7 +16,6 @@ sent to the parent, which deduplicates globally.
 
 from __future__ import annotations
 
-import copy
 import math
 import pickle
 from collections.abc import Callable, Hashable, Sequence
@@ -26,7 +25,7 @@ from typing import Any
 from evictable.model.manager import MODEL_POLICIES, ModelManager
 from evictable.model.types import ManagerSnapshot
 from evictable.proofs.explore.engine import Expansion, Found
-from evictable.proofs.explore.ops import Alphabet, Op, invoke
+from evictable.proofs.explore.ops import Alphabet, Op
 from evictable.proofs.explore.state import Code, encode, mentioned_keys
 from evictable.proofs.explore.trace import Factory
 from evictable.proofs.lockstep.compare import Kind, Mismatch, describe
@@ -40,6 +39,7 @@ from evictable.proofs.lockstep.cpu_contract import (
     make_model,
     observe,
     pair,
+    refused_by_table,
 )
 
 __all__ = ["Bounds", "Context", "ManagerSubject", "Payload"]
@@ -143,9 +143,7 @@ class Context:
         inputs = self.contract.inputs
         if op.duplicates and op.method != "touch" and not inputs.duplicates:
             return False
-        if not inputs.invalid:
-            return not invoke(copy.deepcopy(model), op).raised
-        return True
+        return inputs.invalid or not refused_by_table(model, op.method, op.build)
 
     def lines(self, path: Sequence[int], last: int | None) -> list[tuple[str, str, bool]]:
         """The trace `path` (+ `last`) as snippet lines, replayed afresh on both sides."""

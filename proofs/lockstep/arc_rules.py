@@ -42,10 +42,12 @@ class ArcRules:
     lock: LockStep
 
     def _arc(self) -> ArcPolicySnapshot | None:
-        snap = self.lock.m_snap
-        if snap is None or not isinstance(snap.policy, ArcPolicySnapshot):
-            return None
-        return snap.policy
+        """ARC's lists: the model's, or under the safety contract (whose model keeps
+        no recency) the implementation's own snapshot's."""
+        for snap in (self.lock.m_snap, self.lock.i_side.full if self.lock.i_side else None):
+            if snap is not None and isinstance(snap.policy, ArcPolicySnapshot):
+                return snap.policy
+        return None
 
     @staticmethod
     def _pick(data: st.DataObject, pool: Sequence[Key]) -> list[Key]:

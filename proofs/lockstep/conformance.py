@@ -240,7 +240,7 @@ def make_machine(
     machine = build_machine(
         factory, policy, fault_policy_name(policy) if faults else None, PLAN, contract, collect
     )
-    mixin = profile(policy).rules if contract.exact else None
+    mixin = profile(policy).rules if not contract.black_box else None
     return machine if mixin is None else type(machine.__name__, (mixin, machine), {})
 
 

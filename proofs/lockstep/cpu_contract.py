@@ -20,10 +20,13 @@ hold an implementation to the same `lockstep.contract.Contract`:
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evictable.model.errors import LifecycleError
 from evictable.model.invariants import check_snapshot
 from evictable.model.lifecycle import CpuState
 from evictable.model.manager import ModelManager
@@ -41,8 +44,10 @@ __all__ = [
     "judge_call",
     "judge_state",
     "make_model",
+    "model_reply",
     "observe",
     "pair",
+    "refused_by_table",
 ]
 
 Built = tuple[tuple[Any, ...], dict[str, Any]]
@@ -109,11 +114,27 @@ def pair(
         ri = Reply(True, exc)
     else:
         ri = invoke(fn, *args, **kwargs)
-    rm = answer(model, method, build, ri, contract.safety)
+    return model_reply(contract, model, method, build, ri), ri
+
+
+def refused_by_table(model: ModelManager, method: str, build: Callable[[], Built]) -> bool:
+    """Whether the model's lifecycle table refuses the call in the model's state (a load
+    of an absent key, say): the calls a contract without `invalid` calls never makes.
+    Tried on a copy: the model itself does not move."""
+    args, kwargs = build()
+    got = invoke(getattr(copy.deepcopy(model), method), *args, **kwargs)
+    return got.raised and isinstance(got.value, LifecycleError) and got.value.event is not None
+
+
+def model_reply(
+    contract: Contract, model: ModelManager, method: str, build: Callable[[], Built], ri: Reply
+) -> Reply:
+    """The model's reply to a call the implementation answered `ri` (see `pair`)."""
+    rm = answer(model, method, build, ri, contract.safety, contract.errors)
     unreported = contract.safety and method in UNREPORTED and not ri.raised and ri.value is None
     if unreported and not rm.raised:
-        rm = Reply(False, None)
-    return rm, ri
+        return Reply(False, None)
+    return rm
 
 
 def _lookup_text(target: Any, key: Key) -> str:
@@ -133,9 +154,19 @@ def counters(target: Any) -> tuple[int, int] | None:
 
 
 def _view_kind(m_view: object, i_view: object) -> Kind:
-    """The class of a state difference: a black box's lookups or its counters."""
+    """The class of a state difference: a black box's lookups or its counters; a
+    snapshot's counters alone (accounting), or more (state)."""
     if isinstance(m_view, BlackBoxView) and isinstance(i_view, BlackBoxView):
         return Kind.WRONG_LOOKUP if m_view.lookups != i_view.lookups else Kind.ACCOUNTING
+    if isinstance(m_view, SafetyView | ManagerSnapshot) and type(m_view) is type(i_view):
+        counted = ("num_evictable", "num_pending")
+        differ = [
+            f.name
+            for f in dataclasses.fields(m_view)
+            if getattr(m_view, f.name) != getattr(i_view, f.name)
+        ]
+        if differ and all(name in counted for name in differ):
+            return Kind.ACCOUNTING
     return Kind.STATE
 
 
@@ -281,7 +312,7 @@ def classify(
             return Mismatch(finer.kind, f"{finer.reason}; {found.reason}")
     if method == "lookup" and found.kind is Kind.RESULT:
         return Mismatch(Kind.WRONG_LOOKUP, found.reason)
-    if found.kind is Kind.STATE and isinstance(after.view, BlackBoxView):
+    if found.kind is Kind.STATE:
         return Mismatch(_view_kind(model_after.view, after.view), found.reason)
     return found
 

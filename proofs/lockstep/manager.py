@@ -47,8 +47,10 @@ from evictable.proofs.lockstep.cpu_contract import (
     judge_call,
     judge_state,
     make_model,
+    model_reply,
     observe,
     pair,
+    refused_by_table,
 )
 from evictable.proofs.lockstep.faults import FaultPlan
 from evictable.proofs.lockstep.inputs import KEYS, Call
@@ -335,8 +337,12 @@ class LockStep:
         self._check_after("construction")
 
     def _step(self, a: Step) -> None:
-        label = self._begin(a) + f" ({a.call.method})"
         model, impl, m_before, i_before = self._sides()
+        if not self.contract.inputs.invalid and refused_by_table(
+            model, a.call.method, a.call.build
+        ):
+            return  # not made: the contract has no calls the table refuses
+        label = self._begin(a) + f" ({a.call.method})"
         model_before = self.m_snap if self.m_snap is not None else model.snapshot()
         rm, ri = pair(self.contract, model, impl, a.call.method, a.call.build)
         self.stats.outcomes[_outcome(a.call.method, rm)] += 1
@@ -382,7 +388,7 @@ class LockStep:
         if fired is None:
             # The hook was not reached k times: an ordinary call, compared as usual.
             model_before = self.m_snap if self.m_snap is not None else model.snapshot()
-            rm = _invoke(model, a.call)
+            rm = model_reply(self.contract, model, a.call.method, a.call.build, ri)
             self.lines.append(
                 TraceLine(
                     f"m.{a.call.text}",

@@ -38,7 +38,7 @@ from evictable.model.errors import DuplicateKeysError
 from evictable.model.manager import ModelManager
 from evictable.model.policy import RefOf
 from evictable.model.types import Key, ManagerSnapshot, OpaquePolicySnapshot, SlotId
-from evictable.proofs.lockstep.compare import Reply, invoke
+from evictable.proofs.lockstep.compare import Errors, Reply, invoke, same_error
 
 __all__ = ["ChoicePolicy", "FollowingModel", "answer", "refusal", "sequential"]
 
@@ -201,14 +201,20 @@ def _duplicate_batch(args: tuple[Any, ...]) -> list[Key] | None:
 
 
 def answer(
-    model: ModelManager, method: str, build: Callable[[], Built], impl_reply: Reply, safety: bool
+    model: ModelManager,
+    method: str,
+    build: Callable[[], Built],
+    impl_reply: Reply,
+    safety: bool,
+    errors: Errors = Errors.TYPED,
 ) -> Reply:
     """The model's reply to the call `method(*args, **kwargs)` (`build()` makes fresh
     arguments), given the implementation's reply to the same call.
 
     Exact: the model's own answer. Safety: the model first follows the
     implementation's choices; a duplicate batch that the implementation refused is
-    refused (`None` for a refused `prepare_store`), one it accepted is processed
+    refused (`None` for a refused `prepare_store`; an error the processing in order
+    raises counts as well as the duplicate's), one it accepted is processed
     sequentially.
     """
     args, kwargs = build()
@@ -227,7 +233,15 @@ def answer(
         "complete_load",
     ):
         return got
-    if refusal(method, impl_reply):
-        return got if impl_reply.raised else Reply(False, None)
-    model.follow(method, impl_reply)
-    return sequential(model, method, keys, kwargs)
+    if not refusal(method, impl_reply):
+        model.follow(method, impl_reply)
+        return sequential(model, method, keys, kwargs)
+    if not impl_reply.raised:
+        return Reply(False, None)
+    # Refused with an error: the duplicate's, or the one processing in order meets
+    # (tried on a copy: the model does not move either way).
+    probe = copy.deepcopy(model)
+    alt = sequential(probe, method, keys, kwargs) if method.endswith("_load") else got
+    if alt.raised and same_error(alt.value, impl_reply.value, errors):
+        return alt
+    return got

@@ -131,9 +131,10 @@ class Context:
         except ObservationError as exc:
             return Mismatch(Kind.STATE, str(exc)), None, None
         args, _ = op.build()
-        found = judge_call(
+        every = judge_call(
             self.contract, op.method, args, rm, ri, m_pre, i_pre, m_post, i_post, model_before
         )
+        found = next((m for m in every if m.kind not in self.masked), every[0] if every else None)
         if found is None:
             found = judge_state(self.contract, model, impl, m_post, i_post, deep=False)
         return found, m_post, i_post

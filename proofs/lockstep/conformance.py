@@ -313,7 +313,7 @@ def run_conformance(
         run_state_machine_as_test(machine, settings=config)
         found = list(stats.findings.values())
     except ConformanceFailure as failure:
-        found = [failure]
+        found = failure.every()
     except DeadlineExceeded:
         raise  # the obligation's wall-clock bound: the runner reports `unknown`
     except Exception as exc:
@@ -364,7 +364,7 @@ def _shrunk(
             actions: Sequence[Action], kind: FindingKind = failure.kind
         ) -> ConformanceFailure | None:
             got = replay(factory, policy, fault_policy, PLAN, actions, contract)
-            return got if got is not None and got.kind is kind else None
+            return got.as_kind(kind) if got is not None else None
 
         share = budget_s / max(1, len(found) - i) if budget_s > 0 else 0.0
         t0 = time.perf_counter()

@@ -157,7 +157,12 @@ def _view_kind(m_view: object, i_view: object) -> Kind:
     """The class of a state difference: a black box's lookups or its counters; a
     snapshot's counters alone (accounting), or more (state)."""
     if isinstance(m_view, BlackBoxView) and isinstance(i_view, BlackBoxView):
-        return Kind.WRONG_LOOKUP if m_view.lookups != i_view.lookups else Kind.ACCOUNTING
+        if m_view.lookups != i_view.lookups:
+            return Kind.WRONG_LOOKUP
+        m, i = m_view.counters, i_view.counters
+        if m is not None and i is not None and i[0] < m[0] and i[1] == m[1]:
+            return Kind.LEAKED_PIN  # fewer idle blocks than the model: a pin left behind
+        return Kind.ACCOUNTING
     if isinstance(m_view, SafetyView | ManagerSnapshot) and type(m_view) is type(i_view):
         counted = ("num_evictable", "num_pending")
         differ = [
@@ -328,14 +333,26 @@ def judge_call(
     m_after: Side,
     i_after: Side,
     model_before: ManagerSnapshot,
-) -> Mismatch | None:
-    """The finding one call makes, or None (see the module docstring)."""
+) -> list[Mismatch]:
+    """The findings one call makes (see the module docstring): none, one, or -- when
+    the error is not the model's and the call also changed state -- both the error
+    type and the atomicity finding."""
     found = judge(
         rm, ri, m_before.view, i_before.view, m_after.view, i_after.view, errors=contract.errors
     )
     if found is None:
-        return None
-    return classify(found, method, args, rm, ri, i_before, i_after, m_after, model_before)
+        return []
+    out = [classify(found, method, args, rm, ri, i_before, i_after, m_after, model_before)]
+    if found.kind is Kind.ERROR and i_before.view != i_after.view:
+        changed = Mismatch(
+            Kind.ATOMICITY,
+            f"impl changed state on an error (before != after): "
+            f"{diff(i_before.view, i_after.view)}",
+        )
+        out.append(
+            classify(changed, method, args, rm, ri, i_before, i_after, m_after, model_before)
+        )
+    return out
 
 
 def judge_state(

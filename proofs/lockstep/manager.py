@@ -39,7 +39,7 @@ from evictable.model.errors import LifecycleError
 from evictable.model.lifecycle import CpuState
 from evictable.model.manager import ModelManager
 from evictable.model.types import Key, ManagerSnapshot
-from evictable.proofs.lockstep.compare import Kind, Reply, diff, invoke, same_error
+from evictable.proofs.lockstep.compare import Kind, Mismatch, Reply, diff, invoke, same_error
 from evictable.proofs.lockstep.contract import DEFAULT, Contract
 from evictable.proofs.lockstep.cpu_contract import (
     ObservationError,
@@ -133,13 +133,24 @@ class ConformanceFailure(AssertionError):
         trace: Sequence[TraceLine | str],
         actions: Sequence[Action],
         kind: Kind = Kind.STATE,
+        also: Sequence[tuple[Kind, str]] = (),
     ) -> None:
         self.reason = reason
         self.lines = tuple(t if isinstance(t, TraceLine) else TraceLine(t) for t in trace)
         self.trace = tuple(line.text() for line in self.lines)
         self.actions = tuple(actions)
         self.kind = kind
+        self.also = tuple(also)
+        """Other findings the same last step made (class, reason)."""
         super().__init__(self.text())
+
+    def every(self) -> list[ConformanceFailure]:
+        """This failure and one per further finding of its last step."""
+        return [self] + [ConformanceFailure(r, self.lines, self.actions, k) for k, r in self.also]
+
+    def as_kind(self, kind: Kind) -> ConformanceFailure | None:
+        """This failure seen as its finding of class `kind`, if it has one."""
+        return next((f for f in self.every() if f.kind is kind), None)
 
     @property
     def calls(self) -> int:
@@ -247,9 +258,21 @@ class LockStep:
 
     # ------------------------------------------------------------ helpers
 
-    def _fail(self, reason: str, kind: Kind = Kind.STATE) -> NoReturn:
+    def _fail(
+        self, reason: str, kind: Kind = Kind.STATE, also: Sequence[tuple[Kind, str]] = ()
+    ) -> NoReturn:
         self.stats.failed(self.step_no)
-        raise ConformanceFailure(reason, self.lines, self.actions, kind)
+        raise ConformanceFailure(reason, self.lines, self.actions, kind, also)
+
+    def _fail_all(self, label: str, found: Sequence[Mismatch]) -> None:
+        """Fail with every finding of one step (none: no failure)."""
+        if not found:
+            return
+        tagged = [
+            (m.kind, f"{label}: {m.reason}" + (" (model bug)" if m.kind is Kind.MODEL_BUG else ""))
+            for m in found
+        ]
+        self._fail(tagged[0][1], tagged[0][0], tagged[1:])
 
     def _sides(self) -> tuple[ModelManager, Any, Side, Side]:
         if self.model is None or self.m_side is None or self.i_side is None:
@@ -308,7 +331,8 @@ class LockStep:
             if not self.collect:
                 raise
             self.diverged = True
-            self.stats.record(failure)
+            for each in failure.every():
+                self.stats.record(each)
 
     def _start(self, a: Start) -> None:
         self.actions.append(a)
@@ -368,9 +392,7 @@ class LockStep:
             i_after,
             model_before,
         )
-        if found is not None:
-            bug = " (model bug)" if found.kind is Kind.MODEL_BUG else ""
-            self._fail(f"{label}: {found.reason}{bug}", found.kind)
+        self._fail_all(label, found)
         self._check_after(label, (m_after, i_after))
 
     def _fault(self, a: Fault) -> None:
@@ -410,8 +432,7 @@ class LockStep:
                 i_after,
                 model_before,
             )
-            if found is not None:
-                self._fail(f"{label}: {found.reason}", found.kind)
+            self._fail_all(label, found)
             self._check_after(label, (m_after, i_after))
             return
         self.stats.faults_fired += 1

@@ -50,7 +50,7 @@ $(ISTAMP): interop/requirements.txt pyproject.toml
 
 # The interop suite: the expected verdicts of `evictable check` on vLLM's own code.
 interop: $(ISTAMP)
-	$(IBIN)/python -m pytest -q -p no:cacheprovider tests/interop
+	$(IBIN)/python -m pytest -q -p no:cacheprovider -W "ignore::DeprecationWarning:torch.jit._script" tests/interop
 
 clean:
 	rm -rf $(VENV) $(INTEROP) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -2,7 +2,7 @@
 
 ```
 evictable check MODULE:FACTORY [--target manager|free-queue|block-pool|lazy]
-                [--pool MODULE:FACTORY] [--contract exact|safety]
+                [--pool MODULE:FACTORY] [--blocks N] [--contract exact|safety]
                 [--errors typed|builtin|any] [--black-box] [--valid-only]
                 [--all-inputs] [--no-invalid] [--no-duplicates] [--no-malformed] [--policy P]
                 [--examples N] [--steps N] [--seed S] [--workers W] [--no-explore]
@@ -69,6 +69,12 @@ def add_parser(subparsers: Any, count: Any) -> None:
     p.add_argument("--no-invalid", action="store_true", help="no calls the model rejects")
     p.add_argument("--no-duplicates", action="store_true", help="no duplicate key batches")
     p.add_argument("--no-malformed", action="store_true", help="no malformed arguments")
+    p.add_argument(
+        "--blocks",
+        type=count(1),
+        default=3,
+        help="lazy target: usable GPU blocks of the breadth-first search",
+    )
     p.add_argument("--examples", type=count(1), default=200, help="conformance examples")
     p.add_argument("--steps", type=count(1), default=40, help="steps per example")
     p.add_argument("--policy", default=None, help="policy name passed to the factory")

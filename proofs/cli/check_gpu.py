@@ -103,7 +103,7 @@ def check_gpu(
         from evictable.proofs.explore.lazy import Bounds
         from evictable.proofs.lockstep.lazy_contract import check_lazy
 
-        bounds = Bounds(num_blocks=3, window=1, hashes=("a",), max_ref=1, capacities=(1,))
+        bounds = Bounds(num_blocks=args.blocks, window=1, hashes=("a",), max_ref=1, capacities=(1,))
         pools = pool if pool is not None else getattr(factory, "evictable_pool", BlockPool)
         result = check_lazy(factory, pools, contract, bounds)
         for i, line in enumerate(result.rounds, 1):

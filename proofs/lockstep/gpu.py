@@ -28,7 +28,7 @@ from hypothesis.stateful import (
 
 from evictable.impl.free_queue import KVCacheBlock
 from evictable.model.block_pool import BlockPoolSnapshot
-from evictable.model.errors import LifecycleError
+from evictable.model.errors import LifecycleError, StaleCursorError
 from evictable.model.free_queue import FreeQueueSnapshot
 from evictable.model.types import BlockId
 from evictable.proofs.lockstep.compare import Kind, Reply, describe, invoke, judge
@@ -169,18 +169,29 @@ class LockStep(RuleBasedStateMachine):
         model_call: Callable[[], Any],
         impl_call: Callable[[], Any],
         convert: Callable[[Any], Any] = lambda x: x,
+        alt_model_call: Callable[[], Any] | None = None,
     ) -> Reply:
         """Run one call on both sides and `judge` it (`convert` maps the impl's result
         into the model's terms); on an error, nothing may change. Returns the model's
-        reply."""
+        reply. `alt_model_call`: the model's other legal answer under the safety
+        contract, taken when the model refuses a relinked cursor and the impl does not."""
         check_deadline("GPU conformance")
         m_pre, i_pre = self.views()
         m = invoke(model_call)
-        if m.raised and not self.contract.inputs.invalid:
+        alt: Reply | None = None
+        stale = m.raised and isinstance(m.value, StaleCursorError)
+        if self.contract.safety and stale and alt_model_call is not None:
+            # A cursor whose block left and came back: the safety contract also allows
+            # vLLM's answer, the walk after the block's current position.
+            alt = invoke(alt_model_call)
+            alt = None if alt.raised else alt
+        if m.raised and alt is None and not self.contract.inputs.invalid:
             # Valid calls only: a call the model refuses is not made on the impl.
             self.trace.append(f"# skipped (the model refuses it): {label} {describe(m)}")
             return m
         i = invoke(impl_call)
+        if alt is not None and not i.raised:
+            m = alt  # the impl took the other legal answer
         m_post, i_post = self.views()
         self.stats["calls"] += 1
         note = describe(m) if describe(m) == describe(i) else f"{describe(m)}; impl {describe(i)}"

@@ -65,10 +65,9 @@ QueueFactory = Callable[[Sequence[KVCacheBlock]], FreeKVCacheBlockQueue]
 PoolFactory = Callable[[int], BlockPool]
 
 
-def model_cursor(cursor: ModelCursor, contract: Contract) -> ModelCursor | BlockId:
-    """The model's cursor under `contract`: the safety contract's is the bare block (as
-    vLLM's), the exact contract's remembers the link generation."""
-    return cursor.block_id if contract.safety else cursor
+def bare(cursor: ModelCursor | BlockId | None) -> BlockId | None:
+    """A model cursor as vLLM's bare block: the walk after its block's current position."""
+    return cursor.block_id if isinstance(cursor, ModelCursor) else cursor
 
 
 class _QueueMachine(LockStep):
@@ -83,7 +82,7 @@ class _QueueMachine(LockStep):
         self.blocks = [type(self).block(i) for i in range(UNIVERSE)]
         self.iq = [type(self).factory(self.blocks[0:4]), type(self).factory(self.blocks[4:6])]
         # held cursors: (queue index, model cursor, impl cursor)
-        self.cursors: list[tuple[int, ModelCursor | BlockId, Cursor]] = []
+        self.cursors: list[tuple[int, ModelCursor, Cursor]] = []
 
     def snapshots(self) -> tuple[Any, Any]:
         return tuple(q.snapshot() for q in self.mq), tuple(q.snapshot() for q in self.iq)
@@ -186,7 +185,7 @@ class _QueueMachine(LockStep):
         if not self.cursors:
             return
         q, cursor, _ = self.cursors[c % len(self.cursors)]
-        b = cursor.block_id if isinstance(cursor, ModelCursor) else cursor
+        b = cursor.block_id
         self.remove(q, b)
         if back:
             self.append(q, b)
@@ -210,7 +209,7 @@ class _QueueMachine(LockStep):
         pair: list[Any] = []
         got = self.both(
             f"q{q}.cursor_for({b})",
-            lambda: pair.append(model_cursor(self.mq[q].cursor_for(BlockId(b)), self.contract)),
+            lambda: pair.append(self.mq[q].cursor_for(BlockId(b))),
             lambda: pair.append(self.iq[q].cursor_for(self.blocks[b])),
         )
         if not got.raised:
@@ -223,7 +222,7 @@ class _QueueMachine(LockStep):
         c=st.integers(0, 3),
     )
     def open_iterator(self, q: int, kind: str, b: int, c: int) -> None:
-        mcur: BlockId | ModelCursor | BlockId | None = None
+        mcur: BlockId | ModelCursor | None = None
         icur: KVCacheBlock | Cursor | None = None
         if kind == "block":
             mcur, icur = BlockId(b), self.blocks[b]
@@ -235,6 +234,7 @@ class _QueueMachine(LockStep):
             label,
             lambda: made.append(self.mq[q].iter_blocks_after(mcur)),
             lambda: made.append(self.iq[q].iter_blocks_after(icur)),
+            alt_model_call=lambda: made.append(self.mq[q].iter_blocks_after(bare(mcur))),
         )
         if not got.raised:
             self.iters = [*self.iters[-(MAX_ITERS - 1) :], (label, made[0], made[1])]
@@ -279,7 +279,7 @@ class _PoolMachine(LockStep):
         self.m = ModelBlockPool(POOL_BLOCKS)
         self.i = type(self).factory(POOL_BLOCKS)
         self.foreign = type(self).block(POOL_BLOCKS)
-        self.cursors: list[tuple[ModelCursor | BlockId, Cursor]] = []
+        self.cursors: list[tuple[ModelCursor, Cursor]] = []
 
     def snapshots(self) -> tuple[Any, Any]:
         return self.m.snapshot(), self.i.snapshot()
@@ -412,9 +412,7 @@ class _PoolMachine(LockStep):
         pair: list[Any] = []
         got = self.both(
             f"cursor_for({b})",
-            lambda: pair.append(
-                model_cursor(self.m.free_queue.cursor_for(BlockId(b)), self.contract)
-            ),
+            lambda: pair.append(self.m.free_queue.cursor_for(BlockId(b))),
             lambda: pair.append(self.i.free_block_queue.cursor_for(self.i.blocks[b])),
         )
         if not got.raised:
@@ -422,7 +420,7 @@ class _PoolMachine(LockStep):
 
     @rule(c=st.integers(-1, 3))
     def open_iterator(self, c: int) -> None:
-        mcur: ModelCursor | BlockId | None = None
+        mcur: ModelCursor | None = None
         icur: Cursor | None = None
         if c >= 0 and self.cursors:
             mcur, icur = self.cursors[c % len(self.cursors)]
@@ -432,6 +430,7 @@ class _PoolMachine(LockStep):
             label,
             lambda: made.append(self.m.free_queue.iter_blocks_after(mcur)),
             lambda: made.append(self.i.free_block_queue.iter_blocks_after(icur)),
+            alt_model_call=lambda: made.append(self.m.free_queue.iter_blocks_after(bare(mcur))),
         )
         if not got.raised:
             self.iters = [*self.iters[-(MAX_ITERS - 1) :], (label, made[0], made[1])]

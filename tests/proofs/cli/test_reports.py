@@ -61,6 +61,43 @@ CASES: list[tuple[str, list[str], int]] = [
     ("check with zero examples", ["check", GOOD, "--examples", "0"], 2),
     ("check with a bad spec", ["check", "no-colon"], 2),
     ("check with an unknown policy", ["check", GOOD, "--policy", "fifo"], 2),
+    ("check under the safety contract", ["check", GOOD, *SMALL, "--contract", "safety"], 0),
+    (
+        "check a black box, any errors, valid calls only",
+        ["check", BROKEN, *SMALL, "--black-box", "--errors", "any", "--valid-only"],
+        0,
+    ),
+    ("check with an unknown contract", ["check", GOOD, "--contract", "strict"], 2),
+    (
+        "check a free queue",
+        [
+            "check",
+            "evictable.impl.free_queue:FreeKVCacheBlockQueue",
+            "--target",
+            "free-queue",
+            *SMALL,
+        ],
+        0,
+    ),
+    (
+        "check a block pool",
+        ["check", "evictable.impl.block_pool:BlockPool", "--target", "block-pool", *SMALL],
+        0,
+    ),
+    (
+        "check a lazy scanner that stalls",
+        [
+            "check",
+            "evictable.proofs.controls.gpu:RefCountScanner",
+            "--target",
+            "lazy",
+            "--blocks",
+            "2",
+            "--contract",
+            "safety",
+        ],
+        1,
+    ),
     ("explore holds", ["explore", "--slots", "1", "--keys", "2", "--workers", "1"], 0),
     (
         "explore finds a divergence",

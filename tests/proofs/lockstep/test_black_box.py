@@ -29,7 +29,7 @@ from evictable.proofs.lockstep.contract import Contract, Mode
 
 WHITE = Contract(Mode.SAFETY)
 BLACK = Contract(Mode.SAFETY, black_box=True)
-RUN: dict[str, Any] = {"examples": 150, "steps": 40, "seed": 1, "inject_faults": False}
+RUN: dict[str, Any] = {"examples": 80, "steps": 30, "seed": 1, "inject_faults": False}
 
 
 class PublicOnly:

@@ -87,7 +87,7 @@ def test_safety_reports_each_defect_once_by_its_class(factory: Any, kind: Kind) 
 
 def test_safety_catches_an_arc_that_refuses_a_store_it_could_make() -> None:
     bug = next(b for b in ARC_BUGS if b.name == "no_t1_fallback")
-    record = run_conformance(bug.factory, "arc", 300, 40, seed=1, contract=SAFETY)
+    record = run_conformance(bug.factory, "arc", 150, 40, seed=1, contract=SAFETY)
     assert _classes(record) == [Kind.STORE_VERDICT], record.text()
 
 

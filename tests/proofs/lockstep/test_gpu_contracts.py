@@ -42,7 +42,7 @@ def test_machine_rounds_report_each_class_once() -> None:
         base = queue_machine(factory)
         return type(base.__name__, (base,), {"masked": masked})
 
-    found, totals = machine_findings(make, "queue machine", 100, 30, seed=0)
+    found, totals = machine_findings(make, "queue machine", 40, 25, seed=0)
     assert found and totals["calls"] > 0
     assert len({f.kind for f in found}) == len(found)
 

@@ -1,9 +1,10 @@
 """The `explore`, `check` and `replay` subcommands of `evictable` (see `cli.main`).
 
 * `evictable explore [--slots N --keys K --max-ref R --batch B --policy P --events E
-  --workers W --no-canonical --savings --max-states N --factory MODULE:FACTORY]`
-  explores every reachable state within the bounds and prints the figures (and a
-  shortest failing trace, if any).
+  --workers W --no-canonical --savings --max-states N --factory MODULE:FACTORY
+  --contract exact|safety --errors typed|builtin|any --black-box]` explores every
+  reachable state within the bounds and prints the figures (and a shortest failing
+  trace, if any), under the factory's declared contract with the flags on top.
 * `evictable check MODULE:FACTORY [...]` (`cli.check`) imports a factory, runs the
   lock-step engines against what it makes under a contract and prints the findings,
   one per class, each with its shortest trace.
@@ -25,7 +26,7 @@ from typing import Any
 from evictable.proofs.cli.errors import UsageError
 from evictable.proofs.explore.manager import DEFAULT_MAX_STATES, Bounds, Exploration, explore
 from evictable.proofs.explore.trace import Factory
-from evictable.proofs.lockstep.contract import DEFAULT, Contract
+from evictable.proofs.lockstep.contract import DEFAULT, Contract, ContractError, resolve
 
 __all__ = [
     "CheckSetupError",
@@ -97,6 +98,9 @@ def add_parsers(subparsers: Any) -> None:
         default=None,
         help="explore this implementation instead of evictable.impl.manager",
     )
+    p.add_argument("--contract", choices=("exact", "safety"), default=None)
+    p.add_argument("--errors", choices=("typed", "builtin", "any"), default=None)
+    p.add_argument("--black-box", action="store_true", default=None, help="never call snapshot()")
     p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
     p.set_defaults(handler=cmd_explore)
 
@@ -172,18 +176,31 @@ def cmd_explore(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
         raise UsageError(f"evictable explore: {exc}") from None
     if args.factory is not None:
         factory = load_factory(args.factory)
-        probe_manager(factory, args.policy)
+    try:
+        contract = resolve(
+            factory, mode=args.contract, errors=args.errors, black_box=args.black_box
+        )
+    except ContractError as exc:
+        raise UsageError(f"evictable explore: {exc}") from None
+    if factory is not None:
+        probe_manager(factory, args.policy, contract)
     run = explore(
         bounds,
         factory,
         workers=args.workers,
         canonical=not args.no_canonical,
         max_states=args.max_states,
+        contract=contract,
     )
     print(run.summary())
     if args.savings and not args.no_canonical and run.ok:
         plain = explore(
-            bounds, factory, workers=args.workers, canonical=False, max_states=args.max_states
+            bounds,
+            factory,
+            workers=args.workers,
+            canonical=False,
+            max_states=args.max_states,
+            contract=contract,
         )
         print(plain.summary())
         print(_savings(run, plain))

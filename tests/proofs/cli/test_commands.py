@@ -257,3 +257,14 @@ def test_replay_reports_a_missing_header_and_a_missing_file(
     assert code == 2 and "--num-blocks" in err
     code, _, err = _run(["replay", str(tmp_path / "absent.jsonl")], capsys)
     assert code == 2 and "cannot read" in err
+
+
+def test_explore_holds_a_factory_to_a_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    spec = "evictable.proofs.controls.manager:FifoSlotReuse"  # other slots: legal under safety
+    base = ["explore", "--slots", "2", "--keys", "2", "--workers", "1", "--factory", spec]
+    code, out, _ = _run(base, capsys)
+    assert code == 1 and "FAILED" in out
+    code, out, _ = _run([*base, "--contract", "safety"], capsys)
+    assert code == 0 and "-> OK" in out
+    code, _, err = _run([*base, "--errors", "none"], capsys)
+    assert code == 2 and "invalid choice" in err

@@ -4,6 +4,7 @@ checks specific to the fast index (no pinned entry is visited on eviction)."""
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 import pytest
@@ -103,7 +104,7 @@ def test_touch_ignores_unknown_and_unhashable_keys(kind: Kind) -> None:
     h = ArcHarness(kind, 3)
     h.ready("a", "b")
     before = h.snap()
-    h.touch("zz", ["unhashable"], None)
+    h.touch("zz", ["unhashable"], None)  # type: ignore[arg-type]
     assert h.snap() == before
 
 
@@ -387,11 +388,11 @@ def test_evict_never_scans_pinned_entries(monkeypatch: pytest.MonkeyPatch) -> No
             block.ref_cnt = 1
             policy.mark_non_evictable(i)
     popped: list[object] = []
-    real_pop = arc_module.heapq.heappop
+    real_pop = heapq.heappop
 
     class CountingHeapq:
-        heappush = staticmethod(arc_module.heapq.heappush)
-        heapify = staticmethod(arc_module.heapq.heapify)
+        heappush = staticmethod(heapq.heappush)
+        heapify = staticmethod(heapq.heapify)
 
         @staticmethod
         def heappop(heap: list[Any]) -> Any:

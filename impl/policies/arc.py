@@ -1,4 +1,4 @@
-"""ARC whose eviction never scans pinned entries (DESIGN.md §4 "ARC").
+"""ARC whose eviction never scans pinned entries (docs/semantics.md, "ARC").
 
 The observable behaviour is exactly `model.arc.ModelArc`'s; this is the fast path.
 T1/T2 are `OrderedDict`s (key -> `BlockStatus`, least recent first), B1/B2 are
@@ -216,7 +216,7 @@ class ARCCachePolicy(CachePolicy):
             self._elig2.discard(key)
 
     def touch(self, keys: Iterable[Key]) -> None:
-        """Recency hint, keys in reverse; the promotion and ghost-hit rules of §4.
+        """Recency hint, keys in reverse: docs/semantics.md, "ARC" (promotion, ghost hits).
 
         In T1 and ready -> T2 MRU; in T1 and pending -> T1 MRU; in T2 -> T2 MRU;
         in B1 / B2 -> adapt the target, ghost to its list's MRU end; others ignored.

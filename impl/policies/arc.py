@@ -110,6 +110,18 @@ class _EligibleIndex:
 class ARCCachePolicy(CachePolicy):
     """Adaptive Replacement Cache with an O(victims · log N) eviction.
 
+    >>> from evictable.impl.block import BlockStatus
+    >>> arc = ARCCachePolicy(2)
+    >>> for slot, key in enumerate([b"a", b"b"]):
+    ...     arc.insert(key, BlockStatus(slot, key))  # T1's most-recent end
+    ...     arc.get(key).ref_cnt = 0
+    ...     arc.mark_evictable(key)  # idle: eligible for eviction
+    >>> arc.touch([b"a"])  # seen again while stored: T1 -> T2
+    >>> [key for key, _ in arc.evict(1, protected=set())]
+    [b'b']
+    >>> arc.snapshot()
+    ArcPolicySnapshot(t1=(), t2=(b'a',), b1=(b'b',), b2=(), target=0.0)
+
     State: `t1`, `t2` (resident, key -> BlockStatus), `b1`, `b2` (ghost keys), all
     least recent first; `target_t1_size` in [0, N]; per resident key a position stamp;
     per resident list an eligible index holding exactly its ref-0 entries.

@@ -50,7 +50,7 @@ PINNED = (0.0, 0.9)
 class ScanningArc(CachePolicy):
     """ARC with vLLM's eviction: scan T1/T2 for ref_cnt == 0 (benchmark baseline only).
 
-    Same lists, touch rules and candidate order as DESIGN.md §4; eviction costs
+    Same lists, touch rules and candidate order as docs/semantics.md, "ARC"; eviction costs
     O(entries scanned), pinned ones included.
     """
 

@@ -1,6 +1,6 @@
 """Exhaustive explorer: distinct states per second, and the floor that bounds it.
 
-The issue asks for 50,000 distinct states/s from the explorer (proofs/explore.py);
+The issue asks for 50,000 distinct states/s from the explorer (proofs/explore/);
 it reaches a few hundred. This benchmark gives reproducible evidence of why, for
 the LRU manager at the `default` bounds of `evictable verify` (quick: `quick`):
 
@@ -30,7 +30,7 @@ the LRU manager at the `default` bounds of `evictable verify` (quick: `quick`):
 The sample comes from the 1-worker exploration itself (`Exploration.paths()`: a
 shortest path of op indexes to every visited state, in breadth-first order). Each
 sampled state is then built on a fresh model and implementation by
-`Context.fresh(path)` from proofs/explore_worker.py.
+`Context.fresh(path)` from proofs/explore/manager_subject.py.
 
 `python -m bench.bench_explore [--quick]` writes bench/results/explore.json;
 `evictable bench --only explore` runs `run(quick)` through bench/runner.py.

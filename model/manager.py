@@ -1,4 +1,4 @@
-"""The reference CPU offloading manager: the executable form of DESIGN.md §4.
+"""The reference CPU offloading manager: docs/semantics.md, "The CPU manager", as code.
 
 Written for clarity; the fast path is `impl.manager.CPUOffloadingManager`, which is
 checked against this one step by step (same results, same errors, same snapshots).
@@ -90,7 +90,7 @@ def is_resident(phase: Phase) -> bool:
 
 
 class ModelManager:
-    """Reference CPU offloading manager (DESIGN.md §4)."""
+    """Reference CPU offloading manager (docs/semantics.md, "The CPU manager")."""
 
     def __init__(self, num_blocks: int, policy: str = "lru", enable_events: bool = False) -> None:
         self.num_blocks = check_num_blocks(num_blocks)

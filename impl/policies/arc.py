@@ -1,4 +1,4 @@
-"""ARC whose eviction never scans pinned entries (DESIGN.md §4 "ARC").
+"""ARC whose eviction never scans pinned entries (docs/semantics.md, "ARC").
 
 The observable behaviour is exactly `model.arc.ModelArc`'s; this is the fast path.
 T1/T2 are `OrderedDict`s (key -> `BlockStatus`, least recent first), B1/B2 are
@@ -110,6 +110,18 @@ class _EligibleIndex:
 class ARCCachePolicy(CachePolicy):
     """Adaptive Replacement Cache with an O(victims · log N) eviction.
 
+    >>> from evictable.impl.block import BlockStatus
+    >>> arc = ARCCachePolicy(2)
+    >>> for slot, key in enumerate([b"a", b"b"]):
+    ...     arc.insert(key, BlockStatus(slot, key))  # T1's most-recent end
+    ...     arc.get(key).ref_cnt = 0
+    ...     arc.mark_evictable(key)  # idle: eligible for eviction
+    >>> arc.touch([b"a"])  # seen again while stored: T1 -> T2
+    >>> [key for key, _ in arc.evict(1, protected=set())]
+    [b'b']
+    >>> arc.snapshot()
+    ArcPolicySnapshot(t1=(), t2=(b'a',), b1=(b'b',), b2=(), target=0.0)
+
     State: `t1`, `t2` (resident, key -> BlockStatus), `b1`, `b2` (ghost keys), all
     least recent first; `target_t1_size` in [0, N]; per resident key a position stamp;
     per resident list an eligible index holding exactly its ref-0 entries.
@@ -216,7 +228,7 @@ class ARCCachePolicy(CachePolicy):
             self._elig2.discard(key)
 
     def touch(self, keys: Iterable[Key]) -> None:
-        """Recency hint, keys in reverse; the promotion and ghost-hit rules of §4.
+        """Recency hint, keys in reverse: docs/semantics.md, "ARC" (promotion, ghost hits).
 
         In T1 and ready -> T2 MRU; in T1 and pending -> T1 MRU; in T2 -> T2 MRU;
         in B1 / B2 -> adapt the target, ghost to its list's MRU end; others ignored.

@@ -31,7 +31,21 @@ __all__ = ["CachePolicy"]
 
 
 class CachePolicy(ABC):
-    """Base class of every eviction policy; resolved by name through the factory."""
+    """Base class of every eviction policy; resolved by name through the factory.
+
+    The batch methods default to the per-key methods, record by record, in order.
+    A subclass of the LRU gets these defaults, so its per-key overrides are honoured:
+
+    >>> from evictable.impl.block import BlockStatus
+    >>> from evictable.impl.policies.lru import LRUCachePolicy
+    >>> class Noisy(LRUCachePolicy):
+    ...     def insert(self, key, block):
+    ...         print("insert", key)
+    ...         super().insert(key, block)
+    >>> Noisy(2).stored([b"a", b"b"], [BlockStatus(0), BlockStatus(1)])
+    insert b'a'
+    insert b'b'
+    """
 
     __slots__ = ("cache_capacity",)
 

@@ -11,7 +11,7 @@ both sides, and, whenever a call raised, that neither side changed.
   uses `.TestCase`); a factory builds the implementation under test.
 * `run_machine(machine, examples, steps)` -- one run without pytest, as an `Outcome`.
 * `obligations(level)` -- `conformance.free_queue` and `conformance.block_pool`, each
-  with a negative control: every seeded broken variant (`proofs/gpu_seeded.py`) must
+  with a negative control: every seeded broken variant (`proofs/controls/gpu.py`) must
   be refuted by the same run.
 """
 

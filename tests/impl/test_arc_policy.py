@@ -1,5 +1,5 @@
 """ARC scenarios with exact expected lists and targets, run on the model ARC and on
-`ARCCachePolicy` alike (DESIGN.md §4 "ARC"), plus a differential property test and
+`ARCCachePolicy` alike (docs/semantics.md, "ARC"), plus a differential property test and
 checks specific to the fast index (no pinned entry is visited on eviction)."""
 
 from __future__ import annotations

@@ -240,7 +240,7 @@ EXPECTED_CPU_HOOKS = {
 }
 
 
-def test_derived_cpu_hooks_are_design_section_3() -> None:
+def test_derived_cpu_hooks_are_the_expected_ones() -> None:
     derived = {
         (t.event, t.source, t.target): derive_hook(CPU_MACHINE, t) for t in CPU_MACHINE.transitions
     }

@@ -1,4 +1,4 @@
-"""Refinement bridge: the Z3 queue operations of proofs/free_queue.py, evaluated on
+"""Refinement bridge: the Z3 queue operations of proofs/z3/free_queue.py, evaluated on
 concrete queues, do exactly what impl/free_queue.py does (so the proofs speak about
 the code that runs), and every real queue satisfies the Z3 well-formedness predicate.
 """

@@ -1,7 +1,7 @@
 """Refinement bridge: the Z3 transition relation holds on the model's concrete steps.
 
-The proofs in `proofs/lifecycle.py` are about `T(pre, event, post)` as encoded in
-`proofs/z3enc.py`. Here the executable model produces concrete steps -- `step` on
+The proofs in `proofs/z3/lifecycle.py` are about `T(pre, event, post)` as encoded in
+`proofs/z3/encode.py`. Here the executable model produces concrete steps -- `step` on
 one block of either table, and whole `ModelManager` operations observed through
 snapshots -- and each (pre, event, post) is evaluated in Z3: it must satisfy T, and
 a perturbed post (other state, other ref, flipped list membership) must not. A

@@ -115,6 +115,8 @@ class Obligation:
     bounds: str = field(default="", kw_only=True)
     """The sizes covered, e.g. "N=8 blocks" or "200 examples x 50 steps, seed 0"
     ("" for an unbounded proof)."""
+    negative_bounds: str | None = field(default=None, kw_only=True)
+    """The negative control's sizes, when they differ from the claim's."""
 
 
 _VERDICT: dict[Kind, str] = {

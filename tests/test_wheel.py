@@ -13,6 +13,7 @@ Builds the wheel from this checkout, installs it into a fresh virtual environmen
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 import venv
@@ -28,8 +29,19 @@ ROOT = Path(__file__).resolve().parents[1]
 def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(the wheel, the python of a fresh venv with the wheel installed, no deps)."""
     out = tmp_path_factory.mktemp("wheel")
+    # Build from a copy: setuptools writes build/ and *.egg-info into the source tree,
+    # which must not race with other tests reading the checkout.
+    source = out / "source"
+    shutil.copytree(
+        ROOT,
+        source,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(
+            ".venv*", ".git", "build", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis"
+        ),
+    )
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(source)],
         check=True,
         capture_output=True,
     )

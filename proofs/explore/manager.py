@@ -224,6 +224,7 @@ def obligations(level: Level) -> list[Obligation]:
                 tags=("explore",),
                 kind=Kind.EXPLORED,
                 bounds=bounds.describe(),
+                negative_bounds=control.describe(),
             )
         )
     return out

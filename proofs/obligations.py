@@ -250,7 +250,7 @@ def run_one(ob: Obligation, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[Result
             Result(
                 f"{ob.name}~neg",
                 ob.kind,
-                ob.bounds,
+                ob.bounds if ob.negative_bounds is None else ob.negative_bounds,
                 status,
                 nsecs,
                 text,

@@ -154,7 +154,7 @@ class ScanningArc(CachePolicy):
 def _filled(cls: type[CachePolicy], n: int, pinned: float) -> CachePolicy:
     """A cache of `n` ready blocks in T1, the `pinned·n` least recent of them loading."""
     policy = cls(n)
-    blocks = [BlockStatus(i) for i in range(n)]
+    blocks = [cls.record_class(i) for i in range(n)]
     for i, block in enumerate(blocks):
         policy.insert(i, block)
         block.ref_cnt = 0

@@ -314,10 +314,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Serve requests from stdin until `quit` or end of input; return 0."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--backend", choices=sorted(BACKENDS), required=True)
+    parser.add_argument(
+        "--no-freeze",
+        dest="freeze",
+        action="store_false",
+        help="keep the objects the backend's import created in the collector's generations",
+    )
     args = parser.parse_args(list(argv) if argv is not None else None)
     t0 = time.perf_counter()
     backend = BACKENDS[args.backend]()
     worker = Worker(backend, time.perf_counter() - t0)
+    if args.freeze:
+        gc.collect()
+        gc.freeze()  # the import's objects: the collector does not rescan them per run
     out = sys.stdout
     for line in sys.stdin:
         request = json.loads(line)

@@ -127,30 +127,34 @@ class ARCCachePolicy(CachePolicy):
             self.t1_size -= not record.in_t2
 
     def became_evictable(self, blocks: Sequence[BlockStatus]) -> None:
-        """Records whose ref count reached 0 join their list's idle index, in place:
-        inline when a T1 record goes to the end of T1's ring (a committed store, most
-        often), else `IdleIndex.admit`.
+        """Records whose ref count reached 0 join their list's idle index, in place
+        (`IdleIndex.admit`, inline for T1: a committed store goes to the end of the
+        ring, a load end of an older block to the end of the late ring, most often).
 
         Complexity: O(len(blocks)), plus O(log n) for each record that goes to a heap.
         """
         records: Sequence[ArcRecord] = blocks  # type: ignore[assignment]
         one, two = self._idle1, self._idle2
-        ring = one.ring
+        main, late = one.ring, one.late
         for record in records:
-            last = ring.prev
-            if (
-                not record.in_t2
-                and record.next is None
-                and (
-                    last is ring or last.stamp < record.stamp  # type: ignore[union-attr]
-                )
-            ):
+            if record.in_t2 or record.next is not None:
+                (two if record.in_t2 else one).admit(record)  # T2, or a dormant heap entry
+                continue
+            last = main.prev
+            if last is main or last.stamp < record.stamp:  # type: ignore[union-attr]
                 record.prev = last
-                record.next = ring
+                record.next = main
                 last.next = record  # type: ignore[union-attr]
-                ring.prev = record
+                main.prev = record
+                continue
+            last = late.prev
+            if last is late or last.stamp < record.stamp:  # type: ignore[union-attr]
+                record.prev = last
+                record.next = late
+                last.next = record  # type: ignore[union-attr]
+                late.prev = record
             else:
-                (two if record.in_t2 else one).admit(record)
+                one.admit(record)  # behind both rings' ends: the heap
 
     def became_pinned(self, blocks: Sequence[BlockStatus]) -> None:
         """Records whose ref count left 0 leave their ring (a heaped one's entry goes

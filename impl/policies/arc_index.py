@@ -148,14 +148,17 @@ class IdleIndex:
         if record.next is HEAPED:
             return  # a dormant entry comes back to life
         stamp = record.stamp
-        for ring in (self.ring, self.late):
+        ring = self.ring
+        last = ring.prev
+        if last is not ring and last.stamp > stamp:  # type: ignore[union-attr]
+            ring = self.late
             last = ring.prev
-            if last is ring or last.stamp < stamp:  # type: ignore[union-attr]
-                link_after(last, record, ring)  # type: ignore[arg-type]
+            if last is not ring and last.stamp > stamp:  # type: ignore[union-attr]
+                heappush(self.heap, (stamp, record))
+                record.next = HEAPED
+                self.marked += 1
                 return
-        heappush(self.heap, (stamp, record))
-        record.next = HEAPED
-        self.marked += 1
+        link_after(last, record, ring)  # type: ignore[arg-type]
 
     def append(self, record: ArcRecord) -> None:
         """Link an unlisted, unheaped record at the ring's end. Pre: its stamp is the

@@ -128,11 +128,19 @@ def run_eviction(quick: bool) -> dict[str, Any]:
             k = max(1, min(max_steps, round(budget_s / per_step)))
             runs.append((name, count, timer, k))
     latencies: dict[tuple[str, int], list[list[float]]] = {(r[0], r[1]): [] for r in runs}
+    if worker is not None:
+        worker.freeze(True)
     gc.collect()
-    for rep in range(reps):
-        for i in range(len(runs)):
-            name, count, timer, k = runs[(i + rep) % len(runs)]
-            latencies[(name, count)].append(timer(k))
+    gc.freeze()  # as bench.timing.interleaved: set-up is not rescanned during the rounds
+    try:
+        for rep in range(reps):
+            for i in range(len(runs)):
+                name, count, timer, k = runs[(i + rep) % len(runs)]
+                latencies[(name, count)].append(timer(k))
+    finally:
+        gc.unfreeze()
+        if worker is not None:
+            worker.freeze(False)
     del runs
     if worker is not None:
         for cid in remote:

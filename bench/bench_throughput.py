@@ -149,7 +149,14 @@ def run(quick: bool, sizes: Sequence[int] | None = None) -> dict[str, Any]:
                 fill_s[cid] = seconds
                 in_cell[name] = cid
             cells.append((n, frac, in_cell))
-    results = interleaved(contenders, reps, target_s=target_s, warm_s=warm_s, max_units=max_units)
+    results = interleaved(
+        contenders,
+        reps,
+        target_s=target_s,
+        warm_s=warm_s,
+        max_units=max_units,
+        freeze=[worker.freeze] if worker is not None else [],
+    )
     del keep
     if worker is not None:
         for contender in contenders:

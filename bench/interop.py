@@ -151,6 +151,11 @@ class Worker:
             self.request("memory", policy=policy, num_blocks=num_blocks)["bytes_per_block"]
         )
 
+    def freeze(self, on: bool) -> None:
+        """Freeze (True) or unfreeze the worker's objects after a full collection;
+        `bench.timing.interleaved` calls it around the rounds."""
+        self.request("gc", freeze=on)
+
     def drop(self, cid: str) -> None:
         """Forget contender `cid`'s manager (frees its memory in the worker)."""
         self.request("drop", id=cid)

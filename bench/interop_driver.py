@@ -36,6 +36,8 @@ Requests (`op`, then fields) and replies (`ok`, then fields; `ok: false` carries
   digests mean the same results, equal shapes as many keys stored, evicted, loaded);
 * `memory` `policy`, `num_blocks` -> `bytes_per_block`: tracemalloc's bytes still
   allocated per block after filling a fresh manager, keys excluded;
+* `gc` `freeze` -> a full collection, then `gc.freeze()` (true: the set-up is not
+  rescanned during the rounds) or `gc.unfreeze()` (false);
 * `drop` `id`; `quit`.
 
 This file is not installed and holds no vLLM code: it only calls vLLM's public API.
@@ -273,6 +275,13 @@ class Worker:
             run(part)
             cpu, wall = time.process_time() - t0, time.perf_counter() - w0
             return {"cpu_s": cpu, "wall_s": wall}
+        if op == "gc":
+            gc.collect()
+            if request["freeze"]:
+                gc.freeze()
+            else:
+                gc.unfreeze()
+            return {}
         if op == "memory":
             return {"bytes_per_block": self._memory(request["policy"], request["num_blocks"])}
         if op == "digest":

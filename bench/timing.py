@@ -20,6 +20,12 @@ evicted by the previous one is not charged for refilling them.
 Rates are taken on the process's CPU clock (`time.process_time`): on a machine
 shared with other jobs, wall time also counts the slices in which this process was
 not running at all, which is noise, not cost. Wall-clock rates are recorded too.
+
+Garbage collection stays on (the allocator's and the collector's cost of what a
+contender allocates is part of its cost), but everything built before the rounds
+(the contenders' managers, traces, imports) is frozen (`gc.freeze`): otherwise a
+collection triggered by one contender would scan every other contender's million
+records, and charge it to whichever contender happened to be running.
 """
 
 from __future__ import annotations
@@ -111,16 +117,36 @@ def interleaved(
     warm_s: float,
     min_units: int = 1,
     max_units: int = 1000,
+    freeze: Sequence[Callable[[bool], object]] = (),
 ) -> dict[str, Measurement]:
     """Time every contender `reps` times, one round each, rotating the order.
 
-    Each contender consumes at most `units_budget(reps, max_units)` units.
-    Garbage collection stays on (the cost of the allocator and the collector is
-    part of real use); a full collection runs before the rounds start.
+    Each contender consumes at most `units_budget(reps, max_units)` units. Before the
+    rounds a full collection runs and the survivors are frozen (this process's, and,
+    through each `freeze(True)` callback, another process's); after them, `freeze(False)`
+    and `gc.unfreeze()` (see the module doc).
     """
     sizes = {c.name: _calibrate(c, warm_s, target_s, min_units, max_units) for c in contenders}
     results = {c.name: Measurement(c.name, sizes[c.name]) for c in contenders}
+    for hook in freeze:
+        hook(True)
     gc.collect()
+    gc.freeze()
+    try:
+        _rounds(contenders, reps, sizes, results)
+    finally:
+        gc.unfreeze()
+        for hook in freeze:
+            hook(False)
+    return results
+
+
+def _rounds(
+    contenders: Sequence[Contender],
+    reps: int,
+    sizes: dict[str, int],
+    results: dict[str, Measurement],
+) -> None:
     n = len(contenders)
     for r in range(reps):
         for i in range(n):
@@ -133,7 +159,6 @@ def interleaved(
             ops = units * c.ops_per_unit
             results[c.name].rates.append(ops / max(cpu, 1e-9))
             results[c.name].wall_rates.append(ops / max(wall, 1e-9))
-    return results
 
 
 def paired_ratio(results: Mapping[str, Measurement], a: str, b: str) -> float:

@@ -98,8 +98,9 @@ class ARCCachePolicy(CachePolicy):
         return self.table  # type: ignore[return-value]
 
     def stored(self, keys: Sequence[Key], blocks: Sequence[BlockStatus]) -> None:
-        """New PENDING records (`in_t2` False) at T1's most-recent end, in key order;
-        their keys stop being ghosts. Complexity: O(len(keys))."""
+        """New PENDING records at T1's most-recent end, in key order; their keys stop
+        being ghosts. Pre: the records are unfiled (`in_t2` False, no links): new, or
+        released by `evict`. Complexity: O(len(keys))."""
         records: Sequence[ArcRecord] = blocks  # type: ignore[assignment]
         self.table.update(zip(keys, records, strict=True))
         ghosts = self.b1.members

@@ -3,10 +3,11 @@
 Contenders, per cache size N (1K, 64K, 1M; `--quick`: 1K and 64K, fewer rounds):
 
 * `fast-0%`, `fast-90%` -- `impl.policies.arc.ARCCachePolicy` (idle entries kept in
-  list order in a heap keyed by position stamp: eviction never visits pinned ones);
+  list order in its idle index, `impl.policies.arc_index`: eviction never visits
+  pinned ones); plotted as `impl-arc`;
 * `naive-0%`, `naive-90%` -- `ScanningArc` below, written for this benchmark: the
   same ARC whose eviction walks T1 (then T2) from the least-recent end looking for
-  ref_cnt == 0, as vLLM's ARC does.
+  ref_cnt == 0, as vLLM's ARC does; plotted as `scanning-arc`.
 
 Each cache is filled with N ready blocks in T1; for the 90% variants the 0.9·N least
 recent are then pinned (ref 1, `mark_non_evictable`) -- the worst case for a scan
@@ -51,7 +52,7 @@ PINNED = (0.0, 0.9)
 class ScanningArc(CachePolicy):
     """ARC with vLLM's eviction: scan T1/T2 for ref_cnt == 0 (benchmark baseline only).
 
-    Same lists, touch rules and candidate order as DESIGN.md §4; eviction costs
+    Same lists, touch rules and candidate order as docs/semantics.md ("ARC"); eviction costs
     O(entries scanned), pinned ones included.
     """
 

@@ -9,7 +9,8 @@ A spec is a dict:
 * `errors` (optional): {name: [[low per x], [high per x]]}, absolute bounds drawn as
   error bars (the benchmarks give the min and max over their rounds);
 * `styles` (optional): {name: matplotlib linestyle};
-* `bar_colors` (barh, optional): one contender name per bar, for its colour;
+* `bar_colors` (optional, one series): per bar, a contender's name (its colour) or a
+  literal "#rrggbb";
 * `panels` (optional): a list of {`title`, `series`, `errors`} drawn side by side
   on a shared y axis, instead of the top-level `series`.
 
@@ -52,6 +53,13 @@ def color_of(name: str) -> str:
     if best:
         return COLORS[best]
     return _OTHERS[zlib.crc32(name.encode()) % len(_OTHERS)]
+
+
+def _bar_color(entry: str | None) -> str:
+    """A `bar_colors` entry: a contender's name, a literal "#rrggbb", or None (gray)."""
+    if not entry:
+        return "#999999"
+    return entry if entry.startswith("#") else color_of(entry)
 
 
 def _yerr(values: list[Any], bounds: list[list[Any]] | None) -> list[list[float]] | None:
@@ -107,8 +115,8 @@ def _bars(ax: Any, spec: dict[str, Any], series: dict[str, Any], errors: dict[st
         vals = [0.0 if v is None else v for v in ys]
         err = _yerr(list(ys), errors.get(name))
         colors: Any = color_of(name)
-        if kind == "barh" and spec.get("bar_colors"):
-            colors = [color_of(c) if c else "#999999" for c in spec["bar_colors"]]
+        if spec.get("bar_colors"):
+            colors = [_bar_color(c) for c in spec["bar_colors"]]
         if kind == "barh":
             ax.barh(pos, vals, height=width, xerr=err, capsize=2, color=colors, label=name)
         else:

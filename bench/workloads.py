@@ -60,7 +60,7 @@ FILL_CHUNK = 4096
 
 
 class Manager(Protocol):
-    """The part of the manager API the trace drives (DESIGN.md §4)."""
+    """The part of the manager API the trace drives (docs/semantics.md)."""
 
     def prepare_store(self, keys: Sequence[Any]) -> Any: ...
     def complete_store(self, keys: Sequence[Any], success: bool = True) -> Any: ...

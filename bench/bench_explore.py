@@ -317,6 +317,10 @@ def _verdict(impl_ceiling: float) -> str:
     return "The impl floor alone does not rule the target out at these bounds."
 
 
+_BAR_COLORS = {"explorer": "#17becf", "ceiling": "#7f7f7f", "target": "#e377c2"}
+"""Measured runs, ceilings and the target: one colour each."""
+
+
 def _plot(out: dict[str, Any]) -> dict[str, Any]:
     labels = [f"explorer {r['workers']}w" for r in out["explorer"]]
     values = [r["states_per_s"] for r in out["explorer"]]
@@ -329,11 +333,12 @@ def _plot(out: dict[str, Any]) -> dict[str, Any]:
     return {
         "kind": "bar",
         "title": f"explorer throughput vs floor ({out['bounds']})",
-        "xlabel": "",
-        "ylabel": "distinct states / s",
+        "xlabel": "measured explorer runs, the ceilings their per-edge floors allow, the target",
+        "ylabel": "distinct states per second (log scale)",
         "log_y": True,
         "x": labels,
         "series": {"states/s": values},
+        "bar_colors": [_BAR_COLORS[label.split(" ")[0].rstrip(":")] for label in labels],
     }
 
 

@@ -32,7 +32,7 @@ def test_scanning_arc_matches_the_fast_one(capacity: int, ops: list[tuple[str, i
         for policy, blocks in sides:
             block = blocks.get(key)
             if op == "store" and block is None and len(blocks) < capacity:
-                blocks[key] = BlockStatus(key)
+                blocks[key] = policy.record_class(key)
                 policy.insert(key, blocks[key])
             elif op == "commit" and block is not None and block.ref_cnt == -1:
                 block.ref_cnt = 0

@@ -1,0 +1,413 @@
+"""Manager-level Z3 obligations: an inductive invariant over an unbounded key sort.
+
+The per-block lifecycle proofs (`proofs.z3.lifecycle`) reduce to one block at a
+time. The bugs of real managers live one level up -- in batches, in evictions, in
+which hook a call makes for which key, in slots and counters -- so these obligations
+speak about the whole manager (`proofs.z3.manager_state`: state, ref, listed, slot
+per key of an uninterpreted `Key` sort; owner, stack position per slot id; the free
+stack, the high-water mark, the counters) and about each public operation as a
+relation over a batch of keys (`proofs.z3.manager_ops`), built from the table.
+
+* `manager.initiation` -- a fresh manager satisfies the invariant.
+* `manager.consecution.<op>` -- for every operation (`prepare_store`,
+  `complete_store.success` / `.failure`, `prepare_load`, `complete_load`, `touch`,
+  `reset_cache`): from any state satisfying the invariant, with any number of keys
+  and slots and any batch of up to B keys, the post-state satisfies the invariant
+  (`listed ⇔ READY` and the block invariants for every key; slots owned injectively;
+  the free stack; fresh ⊎ free ⊎ owned) and the operation's claims hold (a rejected
+  call changes nothing; slots never run out; victims are READY and no input key;
+  each counter changes by the change of its count). Bounded in the batch only.
+* `manager.nonvacuity` -- every branch of every operation (each rejection, an
+  eviction, a None return, an ignored key, duplicates) happens from some state
+  satisfying the invariant, so no claim above holds vacuously.
+* `manager.rows` -- every row of the table fires in some operation from some state
+  satisfying the invariant: a row the manager can never execute is a dead row.
+
+The table is looked up in `model.lifecycle` when `obligations` is called (a test
+may patch a broken one in); the invariant is always the reference table's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import z3
+
+from evictable.model import lifecycle
+from evictable.model.lifecycle import CpuEvent, CpuState, Hook, Machine
+from evictable.proofs.controls.tables import dead_row_table
+from evictable.proofs.obligations import (
+    Kind,
+    Obligation,
+    Outcome,
+    Status,
+    proved,
+    refuted,
+    remaining,
+)
+from evictable.proofs.registry import Level
+from evictable.proofs.z3.lifecycle import overriding, replace_state, row_index
+from evictable.proofs.z3.manager_ops import MANAGER, OPS, Step, Variant, choice, relation
+from evictable.proofs.z3.manager_state import (
+    REFERENCE,
+    SS,
+    UNBOUNDED,
+    BoundedWorld,
+    MState,
+    World,
+    initial_facts,
+    invariant,
+)
+from evictable.proofs.z3.solver import z3_valid
+
+__all__ = [
+    "BATCH",
+    "WITNESS_WORLD",
+    "check_consecution",
+    "check_initiation",
+    "check_nonvacuity",
+    "check_rows",
+    "obligations",
+    "render_step",
+]
+
+BATCH: dict[str, int] = {"quick": 2, "default": 3, "thorough": 4}
+"""B, the most keys in one call, per level (keys and slots are unbounded)."""
+
+WITNESS_WORLD = BoundedWorld(keys=3, slots=2)
+"""Where satisfiability witnesses are sought (a witness anywhere is a witness)."""
+
+Term = Any
+
+
+# ------------------------------------------------------------------ rendering
+
+
+def _val(model: Any, term: Term) -> Any:
+    return model.eval(term, model_completion=True)
+
+
+def _state_name(model: Any, term: Term) -> str:
+    return SS.decode(_val(model, term)).name
+
+
+def _key_names(model: Any, world: World) -> Callable[[Term], str]:
+    seen: dict[str, str] = {}
+
+    def name(key: Term) -> str:
+        if world.bounded:
+            return f"k{world.key_index(model, key)}"
+        text = str(_val(model, key))
+        return seen.setdefault(text, f"k{len(seen)}")
+
+    return name
+
+
+def _stack(model: Any, m: MState) -> list[int]:
+    height = _val(model, m.sp).as_long()
+    return [_val(model, m.stack(i)).as_long() for i in range(max(0, min(height, 8)))]
+
+
+def render_key(model: Any, m: MState, key: Term) -> str:
+    """One key as `model` assigns it: `READY(ref 0, listed, slot 1)`, `ABSENT`."""
+    state = SS.decode(_val(model, m.state(key)))
+    listed = ", listed" if z3.is_true(_val(model, m.listed(key))) else ""
+    if not REFERENCE.spec(state).resident:
+        return f"{state.name}{listed}"
+    return f"{state.name}(ref {_val(model, m.ref(key))}{listed}, slot {_val(model, m.slot(key))})"
+
+
+def render_step(model: Any, world: World, step: Step) -> str:
+    """The call as `model` assigns it: each acting key before and after, then the slots
+    and counters before and after."""
+    name = _key_names(model, world)
+    parts: dict[str, str] = {}
+    for a in step.actors:
+        if z3.is_true(_val(model, a.active)):
+            who = name(a.key)
+            before = parts.get(who, f"{who}: {render_key(model, step.pre, a.key)}")
+            parts[who] = before.split(" -> ")[0] + f" -> {render_key(model, step.post, a.key)}"
+    pre, post = step.pre, step.post
+    head = "rejected" if z3.is_true(_val(model, step.rejected)) else "accepted"
+    return (
+        f"{step.op} ({head}): {'; '.join(parts.values()) or 'no key acts'}; "
+        f"high_water {_val(model, pre.hw)} -> {_val(model, post.hw)}, "
+        f"free stack {_stack(model, pre)} -> {_stack(model, post)}, "
+        f"num_evictable {_val(model, pre.num_evictable)} -> {_val(model, post.num_evictable)}, "
+        f"num_pending {_val(model, pre.num_pending)} -> {_val(model, post.num_pending)}"
+    )
+
+
+# ------------------------------------------------------------------ checks
+
+
+def _failed_claims(claims: dict[str, Term], assumptions: list[Term], timeout_s: float) -> Outcome:
+    """All claims at once (quantified: the unbounded world); a failure is re-checked
+    claim by claim to name the ones that fail."""
+    whole = z3_valid(z3.And(*claims.values()), timeout_s, lambda _m: "", assumptions)
+    if whole.status is not Status.COUNTEREXAMPLE:
+        return whole
+    failed = [
+        name
+        for name, claim in claims.items()
+        if z3_valid(claim, timeout_s, lambda _m: "", assumptions).status is Status.COUNTEREXAMPLE
+    ]
+    return refuted(f"(unbounded world); violated: {', '.join(failed) or '(together)'}")
+
+
+Query = tuple[dict[str, Term], list[Term], Callable[[Any], str]]
+"""A claim set, its assumptions, and how to render a counterexample model."""
+
+SEARCH_S = 3.0
+"""The longest a counterexample search in the finite world may take (then: the proof)."""
+
+
+def counterexample_world(batch: int) -> BoundedWorld:
+    """The finite world searched for counterexamples first: room for a batch of two,
+    a victim and one key more, and two slots."""
+    return BoundedWorld(keys=min(batch, 2) + 2, slots=2)
+
+
+def _search(query: Query, timeout_s: float) -> Outcome | None:
+    """A counterexample in a finite world (every claim quantifier-free there, so the
+    failing ones are read off the model), or None when there is none (or no time)."""
+    claims, assumptions, describe = query
+    s = z3.Solver()
+    s.set("timeout", int(min(SEARCH_S, remaining(timeout_s)) * 1000))
+    s.add(*assumptions)
+    s.add(z3.Not(z3.And(*claims.values())))
+    if s.check() != z3.sat:
+        return None
+    model = s.model()
+    failed = [n for n, c in claims.items() if z3.is_false(model.eval(c, model_completion=True))]
+    return refuted(f"{describe(model)}; violated: {', '.join(failed)}")
+
+
+def _decide(make: Callable[[World, bool], Query], batch: int, timeout_s: float) -> Outcome:
+    """Search a finite world for a counterexample (quantifier-free, so Z3 finds one
+    fast); if there is none, prove the claim in the unbounded world.
+
+    A counterexample in the finite world is one in the unbounded world too: its keys
+    and slots are some of the unboundedly many, the others absent and fresh. (The
+    finite world's own clauses -- counts, capacity -- are assumed there, not claimed.)
+    """
+    found = _search(make(counterexample_world(batch), True), timeout_s)
+    if found is not None:
+        return found
+    claims, assumptions, _ = make(UNBOUNDED, False)
+    return _failed_claims(claims, assumptions, timeout_s)
+
+
+def _initiation_query(machine: Machine, world: World, search: bool) -> Query:
+    m = world.fresh("init")
+
+    def describe(model: Any) -> str:
+        return (
+            f"initial state: high_water {_val(model, m.hw)}, free stack {_stack(model, m)}, "
+            f"capacity {_val(model, m.cap)}"
+        )
+
+    return invariant(world, m, not search), initial_facts(world, m, machine), describe
+
+
+def check_initiation(machine: Machine, timeout_s: float) -> Outcome:
+    """A fresh manager (every key initial, every slot fresh, counters 0) satisfies Inv."""
+    return _decide(lambda w, search: _initiation_query(machine, w, search), 1, timeout_s)
+
+
+def _consecution_query(
+    machine: Machine, op: str, batch: int, variant: Variant, world: World, search: bool
+) -> Query:
+    if search:
+        batch = min(batch, 2)
+    pre = world.fresh("pre")
+    c, facts = choice(world, "in", batch)
+    step = relation(world, machine, op, pre, c, "op", variant)
+    assumptions = [*invariant(world, pre).values(), *facts, *step.facts]
+    claims = {**invariant(world, step.post, counting=False), **step.claims}
+    return claims, assumptions, lambda m: render_step(m, world, step)
+
+
+def check_consecution(
+    machine: Machine,
+    op: str,
+    batch: int,
+    timeout_s: float,
+    variant: Variant = MANAGER,
+) -> Outcome:
+    """`op` keeps the invariant and its own claims, from any state satisfying it."""
+    return _decide(
+        lambda w, search: _consecution_query(machine, op, batch, variant, w, search),
+        batch,
+        timeout_s,
+    )
+
+
+def _sat(formulas: list[Term], timeout_s: float) -> Any:
+    s = z3.Solver()
+    s.set("timeout", max(1, int(timeout_s * 1000)))
+    s.add(*formulas)
+    return s.check()
+
+
+def _witness_steps(
+    machine: Machine, batch: int, variant: Variant, world: World
+) -> list[tuple[Step, list[Term]]]:
+    out = []
+    for op in OPS:
+        pre = world.fresh(f"{op}.pre")
+        c, facts = choice(world, f"{op}.in", batch)
+        step = relation(world, machine, op, pre, c, f"{op}.op", variant)
+        out.append((step, [*invariant(world, pre).values(), *facts, *step.facts]))
+    return out
+
+
+def check_nonvacuity(
+    machine: Machine,
+    batch: int,
+    timeout_s: float,
+    variant: Variant = MANAGER,
+    world: World = WITNESS_WORLD,
+) -> Outcome:
+    """Every branch of every operation but its row firings (`check_rows`) has a witness."""
+    for step, premises in _witness_steps(machine, batch, variant, world):
+        for name, branch in step.branches.items():
+            if name.startswith("fires "):
+                continue
+            r = _sat([*premises, branch], timeout_s)
+            if r == z3.unknown:
+                return Outcome(Status.UNKNOWN, f"{step.op}: '{name}' is undecided")
+            if r != z3.sat:
+                return refuted(
+                    f"{step.op}: branch '{name}' never happens from a state satisfying the "
+                    "invariant (vacuous)"
+                )
+    return proved()
+
+
+def check_rows(
+    machine: Machine,
+    batch: int,
+    timeout_s: float,
+    variant: Variant = MANAGER,
+    world: World = WITNESS_WORLD,
+) -> Outcome:
+    """Every row of `machine` fires in some operation from a state satisfying Inv."""
+    witnessed: set[str] = set()
+    undecided: list[str] = []
+    for step, premises in _witness_steps(machine, batch, variant, world):
+        for name, branch in step.branches.items():
+            if not name.startswith("fires ") or name in witnessed:
+                continue
+            r = _sat([*premises, branch], timeout_s)
+            if r == z3.sat:
+                witnessed.add(name)
+            elif r == z3.unknown:
+                undecided.append(name)
+    dead = [
+        t
+        for t in machine.transitions
+        if f"fires {t.event.value} {t.source.name}->{t.target.name}" not in witnessed
+    ]
+    if undecided and dead:
+        return Outcome(Status.UNKNOWN, f"undecided: {', '.join(undecided)}")
+    if dead:
+        rows = ", ".join(f"{t.event.value} {t.source.name}->{t.target.name}" for t in dead)
+        return refuted(f"dead rows: no operation fires {rows} from a state satisfying Inv")
+    return proved(f"{len(machine.transitions)} rows fired")
+
+
+# ------------------------------------------------------------------ controls
+
+
+def _hook_dropped(machine: Machine, event: CpuEvent, source: CpuState, target: CpuState) -> Variant:
+    return Variant(hook=overriding(machine, row_index(machine, event, source, target), Hook.NONE))
+
+
+def consecution_controls(machine: Machine) -> dict[str, tuple[Variant, str]]:
+    """One broken relation per operation, each a mistake a real manager makes."""
+    e, s = CpuEvent, CpuState
+    return {
+        "prepare_store": (
+            Variant(evict_decrements=False),
+            "an eviction that forgets num_evictable -= #victims",
+        ),
+        "complete_store.success": (
+            _hook_dropped(machine, e.STORE_COMMIT, s.PENDING, s.READY),
+            "a store commit that forgets mark_evictable",
+        ),
+        "complete_store.failure": (
+            Variant(keeps_slot_on=frozenset({"complete_store.failure"})),
+            "a failed store that keeps its slot",
+        ),
+        "prepare_load": (
+            _hook_dropped(machine, e.LOAD_BEGIN, s.READY, s.LOADING),
+            "a first load that forgets mark_non_evictable",
+        ),
+        "complete_load": (
+            _hook_dropped(machine, e.LOAD_END, s.LOADING, s.READY),
+            "a last load end that forgets mark_evictable",
+        ),
+        "touch": (Variant(touch_lists=True), "a touch that lists pinned and pending keys"),
+        "reset_cache": (Variant(reset_clears_stack=False), "a reset that keeps the free stack"),
+    }
+
+
+def obligations(level: Level) -> list[Obligation]:
+    """The manager-level obligations at `level` (the batch bound grows with it)."""
+    machine = lifecycle.CPU_MACHINE
+    b = BATCH[level]
+    bounds = f"any number of keys and slots, batches of <= {b} keys"
+    witness = f"witnesses in {WITNESS_WORLD.name}, batches of <= {min(b, 2)} keys"
+    wb = min(b, 2)
+    out = [
+        Obligation(
+            "manager.initiation",
+            "a fresh manager satisfies the manager-level invariant",
+            lambda t: check_initiation(machine, t),
+            lambda t: check_initiation(replace_state(machine, CpuState.ABSENT, flag=True), t),
+            "a manager whose absent keys start listed is refuted",
+            kind=Kind.UNBOUNDED,
+        )
+    ]
+    controls = consecution_controls(machine)
+    for op in OPS:
+        variant, text = controls[op]
+        out.append(
+            Obligation(
+                f"manager.consecution.{op}",
+                f"{op} keeps listed ⇔ READY, the slot partition and ownership, and its "
+                "counters equal to the counts; a rejected call changes nothing",
+                partial(check_consecution, machine, op, b),
+                partial(check_consecution, machine, op, b, variant=variant),
+                f"{text} is refuted",
+                kind=Kind.BOUNDED,
+                bounds=bounds,
+            )
+        )
+    out.append(
+        Obligation(
+            "manager.nonvacuity",
+            "every branch of every operation happens from some state satisfying the invariant",
+            lambda t: check_nonvacuity(machine, wb, t),
+            lambda t: check_nonvacuity(machine, wb, t, Variant(victims_listed=False)),
+            "a policy whose victims are unlisted keys makes eviction vacuous: refuted",
+            kind=Kind.BOUNDED,
+            bounds=witness,
+        )
+    )
+    out.append(
+        Obligation(
+            "manager.rows",
+            "every row of the table fires in some operation from a state satisfying the "
+            "invariant (no dead row)",
+            lambda t: check_rows(machine, wb, t),
+            lambda t: check_rows(dead_row_table(machine), wb, t),
+            "a table where evict on LOADING is a row (never executed) is refuted",
+            kind=Kind.BOUNDED,
+            bounds=witness,
+        )
+    )
+    return out

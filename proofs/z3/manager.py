@@ -322,7 +322,7 @@ def check_rows(
 # ------------------------------------------------------------------ controls
 
 
-def _hook_dropped(machine: Machine, event: CpuEvent, source: CpuState, target: CpuState) -> Variant:
+def hook_dropped(machine: Machine, event: CpuEvent, source: CpuState, target: CpuState) -> Variant:
     return Variant(hook=overriding(machine, row_index(machine, event, source, target), Hook.NONE))
 
 
@@ -335,7 +335,7 @@ def consecution_controls(machine: Machine) -> dict[str, tuple[Variant, str]]:
             "an eviction that forgets num_evictable -= #victims",
         ),
         "complete_store.success": (
-            _hook_dropped(machine, e.STORE_COMMIT, s.PENDING, s.READY),
+            hook_dropped(machine, e.STORE_COMMIT, s.PENDING, s.READY),
             "a store commit that forgets mark_evictable",
         ),
         "complete_store.failure": (
@@ -343,11 +343,11 @@ def consecution_controls(machine: Machine) -> dict[str, tuple[Variant, str]]:
             "a failed store that keeps its slot",
         ),
         "prepare_load": (
-            _hook_dropped(machine, e.LOAD_BEGIN, s.READY, s.LOADING),
+            hook_dropped(machine, e.LOAD_BEGIN, s.READY, s.LOADING),
             "a first load that forgets mark_non_evictable",
         ),
         "complete_load": (
-            _hook_dropped(machine, e.LOAD_END, s.LOADING, s.READY),
+            hook_dropped(machine, e.LOAD_END, s.LOADING, s.READY),
             "a last load end that forgets mark_evictable",
         ),
         "touch": (Variant(touch_lists=True), "a touch that lists pinned and pending keys"),

@@ -113,7 +113,8 @@ def _render_call(model: Any, layer: _Layer) -> str:
     keys = [f"k{model.eval(k, model_completion=True)}" for k in layer.c.keys[:n]]
     if op == "reset_cache":
         return "reset_cache()"
-    text = f"{op.split('.')[0]}([{', '.join(keys)}]{', success=False' if op.endswith('failure') else ''})"
+    flag = ", success=False" if op.endswith("failure") else ""
+    text = f"{op.split('.')[0]}([{', '.join(keys)}]{flag})"
     step = layer.steps[OPS.index(op)]
     victims = [
         f"k{model.eval(a.key, model_completion=True)}"

@@ -12,7 +12,10 @@ from the table. Nothing here restates a lifecycle rule.
 All-or-nothing: each public method validates its whole input first (argument shape,
 then duplicates, then the per-key table checks in input order) and only then
 mutates. The model's policies are total on their preconditions, so once validation
-passes a call cannot fail half way.
+passes a call cannot fail half way. (The policy's victims are not checked against the
+table: a policy offers listed keys only, and listed keys are READY -- the Z3
+obligation `manager.consecution.prepare_store` proves the table accepts their
+eviction.)
 
 Slots: a key entering residency takes a never-used ("fresh") slot, ascending from the
 high-water mark, else the most recently freed one (a LIFO stack); a key leaving
@@ -211,6 +214,8 @@ class ModelManager:
     def prepare_store(self, keys: object) -> PrepareStoreOutput | None:
         """Make room for the absent keys and mark them PENDING; None if no room can be made."""
         batch, protected = check_keys(keys)
+        for key in batch:
+            self._check(key, CpuEvent.STORE_BEGIN)
         to_store = [k for k in batch if self._fires(k, CpuEvent.STORE_BEGIN)]
         if not to_store:
             return PrepareStoreOutput([], [], [])  # nothing to store, even with no free space
@@ -234,6 +239,8 @@ class ModelManager:
         """PENDING keys commit (READY) or abort (ABSENT); other keys are ignored."""
         batch, _ = check_keys_and_success(keys, success)
         event = CpuEvent.STORE_COMMIT if success else CpuEvent.STORE_ABORT
+        for key in batch:
+            self._check(key, event)
         acted = [k for k in batch if self._fires(k, event)]
         for key in acted:
             self._fire(key, event)
@@ -275,6 +282,8 @@ class ModelManager:
 
     def reset_cache(self) -> None:
         """Every block ABSENT, all slots fresh, policy cleared; buffered events stay."""
+        for key in self.blocks:
+            self._check(key, CpuEvent.RESET)
         for key in list(self.blocks):
             self._fire(key, CpuEvent.RESET)
         self.free_stack.clear()

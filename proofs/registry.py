@@ -19,6 +19,9 @@ Level = Literal["quick", "default", "thorough"]
 
 GROUPS: tuple[str, ...] = (
     "evictable.proofs.z3.lifecycle",
+    "evictable.proofs.z3.enabledness",
+    "evictable.proofs.z3.manager",
+    "evictable.proofs.z3.bmc",
     "evictable.proofs.z3.counters",
     "evictable.proofs.z3.eviction",
     "evictable.proofs.explore.manager",

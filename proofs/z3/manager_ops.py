@@ -351,6 +351,7 @@ def relation(
         ne = ne - (evicted if variant.evict_decrements else 0)
         np_ = np_ + z3.If(goes, count, 0)
         victims = fold.actors[:batch]
+        claims["victims_accepted_by_the_table"] = z3.Not(z3.Or(*victim_refused, False))
         claims["victims_are_ready"] = conj(
             [z3.Implies(a.active, pre.state(a.key) == SS.consts[CpuState.READY]) for a in victims]
         )

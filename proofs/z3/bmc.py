@@ -72,14 +72,14 @@ class Bmc:
 
 
 BOUNDS: dict[str, Bmc] = {
-    "quick": Bmc(slots=1, keys=2, batch=2, depth=6),
+    "quick": Bmc(slots=1, keys=2, batch=2, depth=5),
     "default": Bmc(slots=2, keys=3, batch=2, depth=4),
     "thorough": Bmc(slots=2, keys=3, batch=2, depth=7),
 }
 """Per level. The cost grows steeply with the world: at 2 slots and 3 keys each depth
 costs about as much as every operation's consecution check in that world."""
 
-CONTROL = Bmc(slots=1, keys=2, batch=2, depth=5)
+CONTROL = Bmc(slots=1, keys=2, batch=2, depth=4)
 """Where the seeded bugs must show up (each needs at most 4 calls to show)."""
 
 

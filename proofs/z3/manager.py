@@ -161,13 +161,17 @@ Query = tuple[dict[str, Term], list[Term], Callable[[Any], str]]
 """A claim set, its assumptions, and how to render a counterexample model."""
 
 SEARCH_S = 3.0
-"""The longest a counterexample search in the finite world may take (then: the proof)."""
+"""The longest one counterexample search in a finite world may take."""
+
+PROOF_S = 20.0
+"""The longest the unbounded proof may take before a wider search is tried
+(proofs take about a second at the default batch bound)."""
 
 
 def counterexample_world(batch: int) -> BoundedWorld:
-    """The finite world searched for counterexamples first: room for a batch of two,
-    a victim and one key more, and two slots."""
-    return BoundedWorld(keys=min(batch, 2) + 2, slots=2)
+    """A finite world for counterexamples to calls of up to `batch` keys: room for the
+    batch, a victim and one key more, and two slots."""
+    return BoundedWorld(keys=batch + 2, slots=2)
 
 
 def _search(query: Query, timeout_s: float) -> Outcome | None:
@@ -185,22 +189,31 @@ def _search(query: Query, timeout_s: float) -> Outcome | None:
     return refuted(f"{describe(model)}; violated: {', '.join(failed)}")
 
 
-def _decide(make: Callable[[World, bool], Query], batch: int, timeout_s: float) -> Outcome:
-    """Search a finite world for a counterexample (quantifier-free, so Z3 finds one
-    fast); if there is none, prove the claim in the unbounded world.
+Make = Callable[[World, int], Query]
+"""Builds a check's query in a world, for calls of up to the given number of keys."""
 
-    A counterexample in the finite world is one in the unbounded world too: its keys
-    and slots are some of the unboundedly many, the others absent and fresh. (The
-    finite world's own clauses -- counts, capacity -- are assumed there, not claimed.)
+
+def _decide(make: Make, batch: int, timeout_s: float) -> Outcome:
+    """Search a small finite world for a counterexample (calls of one key: quantifier-
+    free, so Z3 answers fast); if there is none, prove the claim in the unbounded
+    world; if that does not succeed, search a finite world with calls of two keys.
+
+    A counterexample in a finite world is one in the unbounded world too: its keys
+    and slots are some of the unboundedly many, the others absent and fresh. (A finite
+    world's own clauses -- counts, capacity -- are assumed there, not claimed.)
     """
-    found = _search(make(counterexample_world(batch), True), timeout_s)
+    found = _search(make(counterexample_world(1), 1), timeout_s)
     if found is not None:
         return found
-    claims, assumptions, _ = make(UNBOUNDED, False)
-    return _failed_claims(claims, assumptions, timeout_s)
+    claims, assumptions, _ = make(UNBOUNDED, batch)
+    outcome = _failed_claims(claims, assumptions, min(PROOF_S, timeout_s))
+    if outcome.status is Status.PROVED or batch < 2:
+        return outcome
+    wider = _search(make(counterexample_world(2), 2), timeout_s)
+    return wider if wider is not None else outcome
 
 
-def _initiation_query(machine: Machine, world: World, search: bool) -> Query:
+def _initiation_query(machine: Machine, world: World) -> Query:
     m = world.fresh("init")
 
     def describe(model: Any) -> str:
@@ -209,19 +222,17 @@ def _initiation_query(machine: Machine, world: World, search: bool) -> Query:
             f"capacity {_val(model, m.cap)}"
         )
 
-    return invariant(world, m, not search), initial_facts(world, m, machine), describe
+    return invariant(world, m, not world.bounded), initial_facts(world, m, machine), describe
 
 
 def check_initiation(machine: Machine, timeout_s: float) -> Outcome:
     """A fresh manager (every key initial, every slot fresh, counters 0) satisfies Inv."""
-    return _decide(lambda w, search: _initiation_query(machine, w, search), 1, timeout_s)
+    return _decide(lambda w, _b: _initiation_query(machine, w), 1, timeout_s)
 
 
 def _consecution_query(
-    machine: Machine, op: str, batch: int, variant: Variant, world: World, search: bool
+    machine: Machine, op: str, batch: int, variant: Variant, world: World
 ) -> Query:
-    if search:
-        batch = min(batch, 2)
     pre = world.fresh("pre")
     c, facts = choice(world, "in", batch)
     step = relation(world, machine, op, pre, c, "op", variant)
@@ -239,17 +250,29 @@ def check_consecution(
 ) -> Outcome:
     """`op` keeps the invariant and its own claims, from any state satisfying it."""
     return _decide(
-        lambda w, search: _consecution_query(machine, op, batch, variant, w, search),
+        lambda w, b: _consecution_query(machine, op, b, variant, w),
         batch,
         timeout_s,
     )
 
 
-def _sat(formulas: list[Term], timeout_s: float) -> Any:
-    s = z3.Solver()
-    s.set("timeout", max(1, int(timeout_s * 1000)))
-    s.add(*formulas)
-    return s.check()
+class _Witnesses:
+    """One solver per premise set; each branch is checked under it (push / pop)."""
+
+    def __init__(self, premises: list[Term], timeout_s: float) -> None:
+        self.solver = z3.Solver()
+        self.solver.add(*premises)
+        self.timeout_s = timeout_s
+
+    def sat(self, branch: Term) -> Any:
+        s = self.solver
+        s.set("timeout", int(remaining(self.timeout_s) * 1000))
+        s.push()
+        s.add(branch)
+        try:
+            return s.check()
+        finally:
+            s.pop()
 
 
 def _witness_steps(
@@ -273,10 +296,11 @@ def check_nonvacuity(
 ) -> Outcome:
     """Every branch of every operation but its row firings (`check_rows`) has a witness."""
     for step, premises in _witness_steps(machine, batch, variant, world):
+        witnesses = _Witnesses(premises, timeout_s)
         for name, branch in step.branches.items():
             if name.startswith("fires "):
                 continue
-            r = _sat([*premises, branch], timeout_s)
+            r = witnesses.sat(branch)
             if r == z3.unknown:
                 return Outcome(Status.UNKNOWN, f"{step.op}: '{name}' is undecided")
             if r != z3.sat:
@@ -298,10 +322,11 @@ def check_rows(
     witnessed: set[str] = set()
     undecided: list[str] = []
     for step, premises in _witness_steps(machine, batch, variant, world):
+        witnesses = _Witnesses(premises, timeout_s)
         for name, branch in step.branches.items():
             if not name.startswith("fires ") or name in witnessed:
                 continue
-            r = _sat([*premises, branch], timeout_s)
+            r = witnesses.sat(branch)
             if r == z3.sat:
                 witnessed.add(name)
             elif r == z3.unknown:

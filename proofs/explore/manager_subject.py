@@ -77,10 +77,10 @@ class Context:
         bounds: Bounds,
         factory: Factory,
         canonical: bool,
-        model: type[ModelManager] = ModelManager,
+        model: type[ModelManager] | None = None,
     ) -> None:
         self.bounds = bounds
-        self.model = model
+        self.model = model if model is not None else ModelManager
         self.factory = factory
         self.canonical = canonical
         self.alphabet = Alphabet(bounds.keys, bounds.batch)

@@ -22,6 +22,7 @@ GROUPS: tuple[str, ...] = (
     "evictable.proofs.z3.enabledness",
     "evictable.proofs.z3.manager",
     "evictable.proofs.z3.bmc",
+    "evictable.proofs.z3.bridges",
     "evictable.proofs.z3.counters",
     "evictable.proofs.z3.eviction",
     "evictable.proofs.explore.manager",

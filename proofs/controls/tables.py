@@ -17,22 +17,35 @@ that show which Z3 obligation catches each.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 from evictable.model.lifecycle import (
     CpuEvent,
     CpuState,
+    Event,
+    Hook,
     Machine,
+    Phase,
     RefGuard,
     RefUpdate,
     Transition,
 )
-from evictable.model.machine import CLEAR, KEEP, SET_IDLE, SET_ONE, SET_STORE
+from evictable.model.machine import (
+    CLEAR,
+    KEEP,
+    SET_IDLE,
+    SET_ONE,
+    SET_STORE,
+    rejection_error,
+)
+from evictable.model.manager import ModelManager
+from evictable.model.types import Key
 
 __all__ = [
     "ENABLEDNESS_CONTROLS",
     "SAFETY_CONTROLS",
     "TABLE_MUTANTS",
+    "MissesMarkEvictableOnLoadEnd",
     "dead_row_table",
     "noop_to_row",
     "rejection_to_noop",
@@ -40,6 +53,7 @@ __all__ = [
     "retarget",
     "reupdate",
     "row_to_noop",
+    "step_ignoring_guards",
 ]
 
 A, P, R, L = CpuState.ABSENT, CpuState.PENDING, CpuState.READY, CpuState.LOADING
@@ -202,3 +216,35 @@ TABLE_MUTANTS: dict[str, Mutant] = {
 }
 """One table mutant per class of the issue's list (the dropped hook is a derivation:
 see `proofs.z3.lifecycle.overriding`)."""
+
+
+# ------------------------------------------------------------------ broken executions
+
+
+def step_ignoring_guards(machine: Machine, phase: Phase, event: Event, item: Hashable) -> Phase:
+    """`model.lifecycle.step` that forgets the ref guards: the first row of (state, event)
+    fires whatever the ref count (so `load_end` on LOADING at ref 1 stays LOADING)."""
+    for t in machine.transitions_from(phase.state, event):
+        return Phase(t.target, t.update.apply(phase.ref))
+    if machine.rejection(phase.state, event) is not None:
+        raise rejection_error(machine, phase, event, item)
+    return phase
+
+
+class MissesMarkEvictableOnLoadEnd(ModelManager):
+    """The model manager, except that the load end taking a key to READY never tells
+    the policy (`mark_evictable`): the key is idle but never offered for eviction."""
+
+    _event: CpuEvent | None = None
+
+    def _fire(self, key: Key, event: CpuEvent) -> Transition | None:
+        self._event = event
+        try:
+            return super()._fire(key, event)
+        finally:
+            self._event = None
+
+    def _call_hook(self, hook: Hook, key: Key) -> None:
+        if hook is Hook.FLAG_ON and self._event is CpuEvent.LOAD_END:
+            return  # BUG: mark_evictable dropped
+        super()._call_hook(hook, key)

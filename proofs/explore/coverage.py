@@ -39,6 +39,7 @@ from evictable.proofs.explore.engine import Expansion, Found, search
 from evictable.proofs.explore.manager_subject import Bounds, Context, ManagerSubject
 from evictable.proofs.explore.ops import Op, invoke
 from evictable.proofs.explore.state import encode
+from evictable.proofs.explore.trace import Factory
 from evictable.proofs.lockstep.compare import Reply
 from evictable.proofs.obligations import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.registry import Level
@@ -52,6 +53,7 @@ __all__ = [
     "KeyEvent",
     "Recorder",
     "RecordingModel",
+    "Side",
     "coverage",
     "edges",
     "obligations",
@@ -173,51 +175,75 @@ def coverage(
 
 
 @dataclass(frozen=True)
-class Call:
-    """One call on one reachable state: before, the key events made, after, the reply."""
+class Side:
+    """One manager's view of a call: its snapshot before and after, and its reply."""
 
-    op: Op
     before: ManagerSnapshot
-    events: tuple[KeyEvent, ...]
     after: ManagerSnapshot
     reply: Reply
+    counters: tuple[int, int]
+    """(num_evictable, num_pending) after the call, as the manager's properties say."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call on one reachable state: the model's side, the key events the model
+    made, and (when an implementation is stepped beside it) the implementation's."""
+
+    op: Op
+    model: Side
+    events: tuple[KeyEvent, ...]
+    impl: Side | None = None
 
 
 Check = Callable[[Call], str | None]
 """Judges one call: None, or why it is wrong."""
 
 
-class _Edges(Context):
-    """The recording model alone as a subject of the engine; payload = the model."""
+def _side(obj: Any, before: ManagerSnapshot, reply: Reply) -> Side:
+    return Side(before, obj.snapshot(), reply, (obj.num_evictable, obj.num_pending))
 
-    def __init__(self, bounds: Bounds, model: type[RecordingModel], check: Check) -> None:
-        super().__init__(bounds, CPUOffloadingManager, True, model)
+
+class _Edges(Context):
+    """The recording model (and optionally an implementation beside it) as a subject
+    of the engine; the payload is the pair of objects."""
+
+    def __init__(
+        self, bounds: Bounds, model: type[RecordingModel], check: Check, factory: Factory | None
+    ) -> None:
+        super().__init__(bounds, factory or CPUOffloadingManager, True, model)
         self.check = check
+        self.stepped = factory is not None
 
     def root(self) -> tuple[Hashable, Any]:
         b = self.bounds
         first = self.model(b.slots, b.policy, b.events > 0)
-        return encode(first.snapshot(), True)[0], first
+        impl = self.factory(b.slots, b.policy, b.events > 0) if self.stepped else None
+        return encode(first.snapshot(), True)[0], (first, impl)
 
     def expand(self, payload: Any) -> Expansion[Any, int]:
         out: Expansion[Any, int] = Expansion()
-        before = payload.snapshot()
+        model, impl = payload
+        before = model.snapshot()
+        impl_before = impl.snapshot() if impl is not None else None
         blob = pickle.dumps(payload)
         for oi in self.ops_in(before):
-            copy = pickle.loads(blob)
+            m, i = pickle.loads(blob)
+            op = self.ops[oi]
             RECORDER.log = []
             try:
-                reply = invoke(copy, self.ops[oi])
+                reply = invoke(m, op)
             finally:
                 events, RECORDER.log = tuple(RECORDER.log), None
-            after = copy.snapshot()
+            side = _side(m, before, reply)
+            other = _side(i, impl_before, invoke(i, op)) if impl_before is not None else None
             out.edges += 1
-            why = self.check(Call(self.ops[oi], before, events, after, reply))
+            why = self.check(Call(op, side, events, other))
             if why is not None:
                 out.found = Found(why, oi)
                 return out
-            if after != before:
-                out.successors.append((encode(after, True)[0], copy, oi))
+            if side.after != before:
+                out.successors.append((encode(side.after, True)[0], (m, i), oi))
         return out
 
 
@@ -235,10 +261,13 @@ def edges(
     bounds: Bounds,
     check: Check,
     model: type[RecordingModel] = RecordingModel,
+    factory: Factory | None = None,
     deadline: float | None = None,
 ) -> Walk:
-    """Every call on every reachable state of the model within `bounds`, judged by `check`."""
-    subject = _Edges(bounds, model, check)
+    """Every call on every reachable state of the model within `bounds`, judged by
+    `check`; with a `factory`, an implementation is stepped beside the model (its
+    states follow the model's: a check that lets them drift apart sees garbage)."""
+    subject = _Edges(bounds, model, check, factory)
     run = search(subject, workers=1, deadline=deadline)
     failure = None
     if run.found is not None:

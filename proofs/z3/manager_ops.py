@@ -64,10 +64,12 @@ __all__ = [
     "COUNTER_RULES",
     "OPS",
     "Actor",
+    "CallCounts",
     "Choice",
     "Step",
     "Variant",
     "choice",
+    "counters_after",
     "relation",
 ]
 
@@ -94,6 +96,38 @@ _EVENT: dict[str, CpuEvent] = {
     "reset_cache": CpuEvent.RESET,
 }
 """The event each operation sends to the keys it is given (or, for reset, holds)."""
+
+
+@dataclass(frozen=True)
+class CallCounts:
+    """What one call did, counted: the numbers the implementation updates its counters by
+    (Python ints for a concrete call, Z3 terms in the relation)."""
+
+    victims: Any = 0
+    stored: Any = 0
+    acted: Any = 0
+    pinned: Any = 0
+    """Keys of a `prepare_load` whose ref count was 0."""
+    unpinned: Any = 0
+    """Keys of a `complete_load` whose ref count was 1."""
+
+
+def counters_after(op: str, num_evictable: Any, num_pending: Any, n: CallCounts) -> tuple[Any, Any]:
+    """The counters after `op`, updated as `impl/manager.py` updates them by hand."""
+    if op == "prepare_store":
+        return num_evictable - n.victims, num_pending + n.stored
+    if op == "complete_store.success":
+        return num_evictable + n.acted, num_pending - n.acted
+    if op == "complete_store.failure":
+        return num_evictable, num_pending - n.acted
+    if op == "prepare_load":
+        return num_evictable - n.pinned, num_pending
+    if op == "complete_load":
+        return num_evictable + n.unpinned, num_pending
+    if op == "reset_cache":
+        return 0, 0
+    return num_evictable, num_pending
+
 
 COUNTER_RULES: dict[str, str] = {
     "prepare_store": "num_evictable -= #victims; num_pending += #stored",
@@ -321,7 +355,7 @@ def relation(
     dup = z3.BoolVal(False) if op == "touch" else _duplicates(c)
     branches: dict[str, Term] = {}
     claims: dict[str, Term] = {}
-    ne, np_ = pre.num_evictable, pre.num_pending
+    counts = CallCounts()
     if op == "prepare_store":
         to_store = [z3.And(in_batch[i], _fires(machine, event, blocks[i])) for i in range(batch)]
         count = _count(to_store)
@@ -348,8 +382,9 @@ def relation(
         for i, k in enumerate(c.keys):
             fold.act(k, z3.And(goes, to_store[i]), event)
         evicted = _count([z3.And(goes, u) for u in use])
-        ne = ne - (evicted if variant.evict_decrements else 0)
-        np_ = np_ + z3.If(goes, count, 0)
+        counts = CallCounts(
+            victims=evicted if variant.evict_decrements else 0, stored=z3.If(goes, count, 0)
+        )
         victims = fold.actors[:batch]
         claims["victims_accepted_by_the_table"] = z3.Not(z3.Or(*victim_refused, False))
         claims["victims_are_ready"] = conj(
@@ -374,10 +409,7 @@ def relation(
         goes = z3.Not(rejected)
         for i, k in enumerate(c.keys):
             fold.act(k, z3.And(goes, acted[i]), event)
-        n_acted = z3.If(goes, _count(acted), 0)
-        if op.endswith("success"):
-            ne = ne + n_acted
-        np_ = np_ - n_acted
+        counts = CallCounts(acted=z3.If(goes, _count(acted), 0))
         branches["ignores a key"] = z3.And(
             goes, z3.Or(*[z3.And(in_batch[i], z3.Not(acted[i])) for i in range(batch)], False)
         )
@@ -390,16 +422,17 @@ def relation(
                 active = z3.And(in_batch[i], z3.Not(dup), z3.Not(z3.Or(*refused[: i + 1])))
             fold.act(k, active, event)
         acting = [a.active for a in fold.actors]
-        if op == "prepare_load":
-            ne = ne - _count([z3.And(x, b.ref == 0) for x, b in zip(acting, blocks, strict=True)])
-        elif op == "complete_load":
-            ne = ne + _count([z3.And(x, b.ref == 1) for x, b in zip(acting, blocks, strict=True)])
+        counts = CallCounts(
+            pinned=_count([z3.And(x, b.ref == 0) for x, b in zip(acting, blocks, strict=True)]),
+            unpinned=_count([z3.And(x, b.ref == 1) for x, b in zip(acting, blocks, strict=True)]),
+        )
         if op == "touch" and variant.touch_lists:
             cur = fold.cur
             listed = cur.listed
             for x, k in zip(acting, c.keys, strict=True):
                 listed = listed.set(k, True, z3.And(x, resident(REFERENCE, pre.state(k))))
             fold.cur = replace(cur, listed=listed)
+    ne, np_ = counters_after(op, pre.num_evictable, pre.num_pending, counts)
     post = replace(fold.cur, num_evictable=ne, num_pending=np_)
     step = Step(op, pre, post, fold.facts, rejected, fold.actors, branches, claims)
     _common(step, machine, c, in_batch, dup, fold.exhausted)
@@ -488,6 +521,7 @@ def _reset(world: World, machine: Machine, pre: MState, prefix: str, variant: Va
         ]
         return z3.And(*rows, z3.Implies(z3.Not(moved), same))
 
+    counters = counters_after("reset_cache", pre.num_evictable, pre.num_pending, CallCounts())
     post = replace(
         post0,
         slot=pre.slot,
@@ -496,8 +530,8 @@ def _reset(world: World, machine: Machine, pre: MState, prefix: str, variant: Va
         pos=pre.pos,
         sp=z3.If(goes, 0 if variant.reset_clears_stack else pre.sp, pre.sp),
         hw=z3.If(goes, 0, pre.hw),
-        num_evictable=z3.If(goes, 0, pre.num_evictable),
-        num_pending=z3.If(goes, 0, pre.num_pending),
+        num_evictable=z3.If(goes, counters[0], pre.num_evictable),
+        num_pending=z3.If(goes, counters[1], pre.num_pending),
     )
     facts = [world.all_keys(per_key)]
     step = Step("reset_cache", pre, post, facts, rejected, [])

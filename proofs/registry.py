@@ -25,6 +25,7 @@ GROUPS: tuple[str, ...] = (
     "evictable.proofs.z3.bridges",
     "evictable.proofs.z3.counters",
     "evictable.proofs.z3.eviction",
+    "evictable.proofs.z3.bound",
     "evictable.proofs.explore.manager",
     "evictable.proofs.explore.coverage",
     "evictable.proofs.lockstep.conformance",

@@ -12,15 +12,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Set
 
 from evictable.impl.block import BlockStatus
+from evictable.impl.policies.arc import ARCCachePolicy
 from evictable.impl.policies.lru import LRUCachePolicy, unlink
 from evictable.impl.slots import SlotAllocator
 from evictable.model.types import Key
-from evictable.proofs.controls.policies import EvictionIgnoresProtected
+from evictable.proofs.controls.policies import EvictionIgnoresProtected, TouchPromotesPending
 
 __all__ = [
+    "ARC_BUGS",
     "LRU_EVICTION_BUGS",
     "LRU_ORDER_BUGS",
     "SLOT_BUGS",
+    "ArcEvictsPinned",
     "LruEvictsMostRecent",
     "LruLinksAtLeastRecentEnd",
     "LruRemoveSwapsLast",
@@ -129,4 +132,22 @@ SLOT_BUGS: dict[str, type[SlotAllocator]] = {
     "does not push a freed id": SlotsFreeForgets,
     "keeps the free stack on reset": SlotsResetKeepsStack,
     "reuses the oldest freed id (FIFO)": SlotsFifoReuse,
+}
+
+
+class ArcEvictsPinned(ARCCachePolicy):
+    """`evict` takes any resident entry, pinned (loading) or pending ones too: it reads
+    every resident as idle (the bug of the ARC model control `EvictsPinned`)."""
+
+    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
+        for listed, eligible in ((self.t1, self._elig1), (self.t2, self._elig2)):
+            for key in listed:
+                if key not in eligible.live:  # BUG: every resident counts as idle
+                    eligible.add(key, self._stamp[key])
+        return super().evict(n, protected)
+
+
+ARC_BUGS: dict[str, type[ARCCachePolicy]] = {
+    "touch promotes a pending key": TouchPromotesPending,
+    "evicts pinned entries": ArcEvictsPinned,
 }

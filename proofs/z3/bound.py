@@ -35,12 +35,21 @@ from typing import Any
 import z3
 
 from evictable.impl.block import BlockStatus
+from evictable.impl.policies.arc import ARCCachePolicy
 from evictable.impl.policies.lru import LRUCachePolicy
 from evictable.impl.slots import SlotAllocator
 from evictable.model.lru import ModelLru
 from evictable.model.manager import ModelManager
 from evictable.model.types import SlotId
-from evictable.proofs.controls.encodings import LRU_EVICTION_BUGS, LRU_ORDER_BUGS, SLOT_BUGS
+from evictable.proofs.controls.encodings import (
+    ARC_BUGS,
+    LRU_EVICTION_BUGS,
+    LRU_ORDER_BUGS,
+    SLOT_BUGS,
+)
+from evictable.proofs.explore import arc_search
+from evictable.proofs.explore.arc import relation_edge_check
+from evictable.proofs.explore.arc_impl import ImplArc
 from evictable.proofs.obligations import (
     Kind,
     Obligation,
@@ -53,6 +62,7 @@ from evictable.proofs.obligations import (
 from evictable.proofs.registry import Level
 from evictable.proofs.z3 import eviction as ev
 from evictable.proofs.z3 import slots as sl
+from evictable.proofs.z3.arc import RELATIONS
 
 __all__ = [
     "LIST_KEYS",
@@ -299,6 +309,34 @@ def check_slots(n: int, cls: type[SlotAllocator] = SlotAllocator) -> Outcome:
     return proved(f"{cases} (state, step) inputs")
 
 
+# ------------------------------------------------------------------ ARC
+
+
+ARC_WORLDS: dict[str, tuple[tuple[int, int], ...]] = {
+    "quick": ((1, 3),),
+    "default": ((1, 3), (2, 3)),
+    "thorough": ((1, 3), (2, 4), (3, 4)),
+}
+"""(N, keys) of `bound.eviction.arc` (each event rebuilds an implementation policy, so
+these are smaller than the model's `arc.bounded.*` worlds)."""
+
+
+def check_arc(
+    worlds: tuple[tuple[int, int], ...], impl: type[ARCCachePolicy] = ARCCachePolicy
+) -> Outcome:
+    """The implementation's ARC steps satisfy the per-key relations of `z3.arc`."""
+    adapter = type(f"ImplArc_{impl.__name__}", (ImplArc,), {"impl_class": impl})
+    figures = []
+    for capacity, keys in worlds:
+        report = arc_search.explore(
+            capacity, keys, edge_check=relation_edge_check(RELATIONS), cls=adapter
+        )
+        if report.violation is not None:
+            return refuted(f"N={capacity}: {report.counterexample()}")
+        figures.append(f"N={capacity}: {report.states} states, {report.edges} transitions")
+    return proved("; ".join(figures))
+
+
 # ------------------------------------------------------------------ obligations
 
 
@@ -322,7 +360,7 @@ def _run(check: Callable[..., Outcome], *args: Any) -> Callable[[float], Outcome
 
 def obligations(level: Level) -> list[Obligation]:
     """The encodings of `eviction.*` and `slots.*` bound to the code, at `level`'s N."""
-    k, n = LIST_KEYS[level], SLOT_IDS[level]
+    k, n, arcs = LIST_KEYS[level], SLOT_IDS[level], ARC_WORLDS[level]
     return [
         Obligation(
             "bound.eviction.lru",
@@ -345,6 +383,16 @@ def obligations(level: Level) -> list[Obligation]:
             "caught: " + ", ".join(LRU_ORDER_BUGS),
             kind=Kind.EXPLORED,
             bounds=f"every list of <= {k} keys, every position",
+        ),
+        Obligation(
+            "bound.eviction.arc",
+            "on every reachable ARC state and event, impl.policies.arc's step (eviction "
+            "included) satisfies the per-key relations the Z3 ARC induction proves",
+            _run(check_arc, arcs),
+            lambda _t: _planted(partial(check_arc, arcs), ARC_BUGS),
+            "each ARC bug planted in the implementation is caught: " + ", ".join(ARC_BUGS),
+            kind=Kind.EXPLORED,
+            bounds=", ".join(f"N={c}/{n} keys" for c, n in arcs),
         ),
         Obligation(
             "bound.slots",

@@ -43,6 +43,7 @@ bug of `proofs.controls` restated as a relation); the default is the manager.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -70,6 +71,7 @@ __all__ = [
     "Variant",
     "choice",
     "counters_after",
+    "forgetting",
     "relation",
 ]
 
@@ -129,6 +131,24 @@ def counters_after(op: str, num_evictable: Any, num_pending: Any, n: CallCounts)
     return num_evictable, num_pending
 
 
+CounterRule = Callable[[str, Any, Any, CallCounts], tuple[Any, Any]]
+"""(op, num_evictable, num_pending, what the call did) -> the counters after it."""
+
+
+def forgetting(op: str, what: str) -> CounterRule:
+    """`counters_after`, except that `op` forgets the update by `what` (a `CallCounts`
+    field; "reset" for `reset_cache`'s zeroing)."""
+
+    def rule(name: str, ne: Any, np_: Any, n: CallCounts) -> tuple[Any, Any]:
+        if name != op:
+            return counters_after(name, ne, np_, n)
+        if what == "reset":
+            return ne, np_
+        return counters_after(name, ne, np_, replace(n, **{what: 0}))
+
+    return rule
+
+
 COUNTER_RULES: dict[str, str] = {
     "prepare_store": "num_evictable -= #victims; num_pending += #stored",
     "complete_store.success": "num_evictable += #acted; num_pending -= #acted",
@@ -157,8 +177,8 @@ class Variant:
     reset_clears_stack: bool = True
     victims_listed: bool = True
     """False: the policy's victims are keys that are *not* listed (a vacuous control)."""
-    evict_decrements: bool = True
-    """False: `prepare_store` forgets `num_evictable -= #victims`."""
+    counters: CounterRule = field(default=lambda op, ne, np_, n: counters_after(op, ne, np_, n))
+    """How the counters are updated (`counters_after`, or a rule that forgets an update)."""
 
 
 MANAGER = Variant()
@@ -382,9 +402,7 @@ def relation(
         for i, k in enumerate(c.keys):
             fold.act(k, z3.And(goes, to_store[i]), event)
         evicted = _count([z3.And(goes, u) for u in use])
-        counts = CallCounts(
-            victims=evicted if variant.evict_decrements else 0, stored=z3.If(goes, count, 0)
-        )
+        counts = CallCounts(victims=evicted, stored=z3.If(goes, count, 0))
         victims = fold.actors[:batch]
         claims["victims_accepted_by_the_table"] = z3.Not(z3.Or(*victim_refused, False))
         claims["victims_are_ready"] = conj(
@@ -432,7 +450,7 @@ def relation(
             for x, k in zip(acting, c.keys, strict=True):
                 listed = listed.set(k, True, z3.And(x, resident(REFERENCE, pre.state(k))))
             fold.cur = replace(cur, listed=listed)
-    ne, np_ = counters_after(op, pre.num_evictable, pre.num_pending, counts)
+    ne, np_ = variant.counters(op, pre.num_evictable, pre.num_pending, counts)
     post = replace(fold.cur, num_evictable=ne, num_pending=np_)
     step = Step(op, pre, post, fold.facts, rejected, fold.actors, branches, claims)
     _common(step, machine, c, in_batch, dup, fold.exhausted)
@@ -521,7 +539,7 @@ def _reset(world: World, machine: Machine, pre: MState, prefix: str, variant: Va
         ]
         return z3.And(*rows, z3.Implies(z3.Not(moved), same))
 
-    counters = counters_after("reset_cache", pre.num_evictable, pre.num_pending, CallCounts())
+    counters = variant.counters("reset_cache", pre.num_evictable, pre.num_pending, CallCounts())
     post = replace(
         post0,
         slot=pre.slot,

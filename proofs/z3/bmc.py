@@ -82,12 +82,13 @@ class Bmc:
 
 
 BOUNDS: dict[str, Bmc] = {
-    "quick": Bmc(slots=1, keys=2, batch=2, depth=5),
-    "default": Bmc(slots=2, keys=3, batch=2, depth=4),
-    "thorough": Bmc(slots=2, keys=3, batch=2, depth=7),
+    "quick": Bmc(slots=1, keys=2, batch=2, depth=4),
+    "default": Bmc(slots=2, keys=3, batch=2, depth=3),
+    "thorough": Bmc(slots=2, keys=3, batch=2, depth=6),
 }
-"""Per level. The cost grows steeply with the world: at 2 slots and 3 keys each depth
-costs about as much as every operation's consecution check in that world."""
+"""Per level. The cost grows steeply with depth and world: at 2 slots and 3 keys, depth 3
+takes about 1-5 s on this machine, depth 4 about 5-20 s (the figures of a loaded
+2-core VM)."""
 
 CONTROL = Bmc(slots=1, keys=2, batch=2, depth=4)
 """Where the seeded bugs must show up (each needs at most 4 calls to show)."""

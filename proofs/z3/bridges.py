@@ -73,10 +73,13 @@ __all__ = [
     "BOUNDS",
     "QUEUE_BLOCKS",
     "REF_BOUND",
+    "Oracle",
     "check_block_bridge",
     "check_counters",
     "check_free_queue",
     "check_manager_bridge",
+    "encode_queue",
+    "ground_queue",
     "obligations",
 ]
 
@@ -108,7 +111,7 @@ def _holds(term: Any) -> bool:
     return bool(s.check() == z3.sat)
 
 
-class _Oracle:
+class Oracle:
     """The Z3 relation of one table, decided on concrete blocks (and remembered)."""
 
     def __init__(self, machine: Machine) -> None:
@@ -177,7 +180,7 @@ def _phases(m: Machine) -> list[Phase]:
 
 def check_block_bridge(machine: Machine, step_fn: StepFn = step) -> Outcome:
     """Every phase and event of `machine`: the executed step is a step of T (see above)."""
-    oracle = _Oracle(machine)
+    oracle = Oracle(machine)
     checked = 0
     for pre in _phases(machine):
         flag = machine.spec(pre.state).flag
@@ -215,7 +218,7 @@ def _keys(snap: ManagerSnapshot) -> set[Hashable]:
     return out
 
 
-def _judge_call(oracle: _Oracle, call: Call) -> str | None:
+def _judge_call(oracle: Oracle, call: Call) -> str | None:
     side = call.model
     before, after = side.before, side.after
     if side.reply.raised:
@@ -257,7 +260,7 @@ def _walk_outcome(walk: Walk, what: str) -> Outcome:
 
 def check_manager_bridge(bounds: Bounds, model: type[RecordingModel] = RecordingModel) -> Outcome:
     """Every call on every reachable state steps each key by the relation T."""
-    oracle = _Oracle(model.machine)
+    oracle = Oracle(model.machine)
     return _walk_outcome(edges(bounds, lambda c: _judge_call(oracle, c), model), "bridge")
 
 
@@ -323,7 +326,9 @@ def check_counters(bounds: Bounds, factory: Factory = CPUOffloadingManager) -> O
 # ------------------------------------------------------------------ the free queue
 
 
-def _encode(q: FreeKVCacheBlockQueue, blocks: list[KVCacheBlock], k: int) -> fq.QState:
+def encode_queue(q: FreeKVCacheBlockQueue, blocks: list[KVCacheBlock], k: int) -> fq.QState:
+    """The concrete queue `q` over `blocks` (ids 0..k-1) as ground Z3 arrays."""
+
     def node(b: KVCacheBlock | None) -> int:
         if b is None:
             return fq.NIL
@@ -345,7 +350,9 @@ def _encode(q: FreeKVCacheBlockQueue, blocks: list[KVCacheBlock], k: int) -> fq.
     return fq.QState(k, nxt, prv, linked, z3.IntVal(q.num_free_blocks))
 
 
-def _ground(s: fq.QState, k: int) -> tuple[Any, ...]:
+def ground_queue(s: fq.QState, k: int) -> tuple[Any, ...]:
+    """A ground queue state as Python values (next, prev, linked, count)."""
+
     def val(t: Any) -> Any:
         v = z3.simplify(t)
         return z3.is_true(v) if z3.is_bool(v) else v.as_long()
@@ -378,7 +385,7 @@ def check_free_queue(k: int, make: QueueFactory = FreeKVCacheBlockQueue) -> Outc
         for op, arg in calls:
             blocks = [KVCacheBlock(i) for i in range(k)]
             q = make([blocks[i] for i in order])
-            pre = _encode(q, blocks, k)
+            pre = encode_queue(q, blocks, k)
             if not z3.is_true(z3.simplify(fq.well_formed(pre))):
                 return refuted(f"queue {list(order)} is not well formed in Z3")
             if op == "popleft":
@@ -395,7 +402,7 @@ def check_free_queue(k: int, make: QueueFactory = FreeKVCacheBlockQueue) -> Outc
                 post = link(pre, [z3.IntVal(b) for b in arg])
                 getattr(q, op)([blocks[b] for b in arg])
             checked += 1
-            if _ground(post, k) != _ground(_encode(q, blocks, k), k):
+            if ground_queue(post, k) != ground_queue(encode_queue(q, blocks, k), k):
                 return refuted(
                     f"{op}({arg!r}) on queue {list(order)}: the Z3 operation and the "
                     "implementation leave different queues"

@@ -23,6 +23,8 @@ from evictable.model.lifecycle import (
     CpuEvent,
     CpuState,
     Event,
+    GpuEvent,
+    GpuState,
     Hook,
     Machine,
     Phase,
@@ -32,6 +34,7 @@ from evictable.model.lifecycle import (
 )
 from evictable.model.machine import (
     CLEAR,
+    INC,
     KEEP,
     SET_IDLE,
     SET_ONE,
@@ -47,6 +50,7 @@ __all__ = [
     "TABLE_MUTANTS",
     "MissesMarkEvictableOnLoadEnd",
     "dead_row_table",
+    "gpu_dead_row_table",
     "noop_to_row",
     "rejection_to_noop",
     "rejection_to_row",
@@ -146,6 +150,17 @@ def dead_row_table(m: Machine) -> Machine:
     never fire: a dead row (and, were it fired, an eviction under a running load).
     """
     return rejection_to_row(m, E.EVICT, L, A, CLEAR)
+
+
+def gpu_dead_row_table(m: Machine) -> Machine:
+    """The GPU table with `allocate` on IN_USE a row (IN_USE -> IN_USE, ref + 1) instead
+    of a rejection: the pool allocates only blocks it takes from the free queue, so the
+    row can never fire."""
+    kept = tuple(
+        r for r in m.rejections if not (r.event is GpuEvent.ALLOCATE and r.state is GpuState.IN_USE)
+    )
+    row = Transition(GpuEvent.ALLOCATE, GpuState.IN_USE, GpuState.IN_USE, RefGuard.ANY, INC)
+    return dataclasses.replace(m, transitions=(*m.transitions, row), rejections=kept)
 
 
 def _mutant(build: Callable[[Machine], Machine], text: str) -> Mutant:

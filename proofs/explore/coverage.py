@@ -20,6 +20,15 @@ snapshots: a row counts when the model ran it.
 
 `DeadRowModel` runs a table with a dead row (`proofs.controls.tables.dead_row_table`):
 the control of `rows.coverage`.
+
+`rows.coverage.gpu` does the same for the GPU table over every reachable state of a
+small `model.block_pool.ModelBlockPool` (the same engine): each call's blocks are
+read before and after, and the row each block took is the one the table names for
+its event, state and ref count (the pool steps through the module-level `fire`,
+which a subclass cannot observe, so here the rows are read off the phases the call
+left rather than recorded). Allocation takes only free blocks from the queue, so
+`allocate`'s rejections must never fire; the control is a table where allocating an
+in-use block is a (dead) row.
 """
 
 from __future__ import annotations
@@ -30,11 +39,20 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from evictable.impl.manager import CPUOffloadingManager
+from evictable.model.block_pool import ModelBlockPool
 from evictable.model.errors import LifecycleError
-from evictable.model.lifecycle import CPU_MACHINE, CpuEvent, Machine, Transition
+from evictable.model.lifecycle import (
+    CPU_MACHINE,
+    GPU_MACHINE,
+    CpuEvent,
+    GpuEvent,
+    Machine,
+    Phase,
+    Transition,
+)
 from evictable.model.manager import ModelManager
-from evictable.model.types import Key, ManagerSnapshot
-from evictable.proofs.controls.tables import dead_row_table
+from evictable.model.types import BlockId, Key, ManagerSnapshot
+from evictable.proofs.controls.tables import dead_row_table, gpu_dead_row_table
 from evictable.proofs.explore.engine import Expansion, Found, search
 from evictable.proofs.explore.manager_subject import Bounds, Context, ManagerSubject
 from evictable.proofs.explore.ops import Op, invoke
@@ -56,6 +74,7 @@ __all__ = [
     "Side",
     "coverage",
     "edges",
+    "gpu_coverage",
     "obligations",
 ]
 
@@ -276,6 +295,122 @@ def edges(
     return Walk(run.states, run.transitions, run.complete, failure)
 
 
+# ------------------------------------------------------------------ the GPU table
+
+
+GPU_POLICY_CHOSEN: tuple[GpuEvent, ...] = (GpuEvent.ALLOCATE,)
+"""`get_new_blocks` allocates only blocks it takes from the free queue."""
+
+GPU_BLOCKS: dict[str, int] = {"quick": 3, "default": 3, "thorough": 4}
+"""Pool size (the null block included) of `rows.coverage.gpu`."""
+
+_GPU_MAX_REF = 2
+
+
+@dataclass(frozen=True)
+class GpuCoverage:
+    machine: Machine
+    rows: frozenset[Transition]
+    refusals: frozenset[tuple[GpuEvent, str]]
+    states: int
+    transitions: int
+    complete: bool
+
+
+class _PoolSubject:
+    """Every reachable state of a small model block pool; records the rows fired."""
+
+    def __init__(self, blocks: int, machine: Machine) -> None:
+        self.blocks = blocks
+        self.machine = machine
+        self.rows: set[Transition] = set()
+        self.refusals: set[tuple[GpuEvent, str]] = set()
+        ids = [BlockId(i) for i in range(blocks)]
+        self.calls: list[tuple[str, Any, GpuEvent]] = [
+            ("get_new_blocks", n, GpuEvent.ALLOCATE) for n in range(1, blocks)
+        ]
+        for b in ids:
+            self.calls += [("touch", [b], GpuEvent.TOUCH), ("free_blocks", [b], GpuEvent.FREE)]
+
+    @staticmethod
+    def _key(pool: ModelBlockPool) -> Hashable:
+        """The state without the queue's link generations (they only ever grow)."""
+        snap = pool.snapshot()
+        return snap.ref_cnts, snap.free_queue.order, snap.block_hashes
+
+    def root(self) -> tuple[Hashable, Any]:
+        pool = ModelBlockPool(self.blocks)
+        return self._key(pool), pool
+
+    def _row(self, event: GpuEvent, pre: Phase, post: Phase) -> Transition | None:
+        for t in self.machine.transitions_from(pre.state, event):
+            if t.guard.holds(pre.ref) and t.target is post.state:
+                return t
+        return None
+
+    def expand(self, pool: Any) -> Expansion[Any, str]:
+        out: Expansion[Any, str] = Expansion()
+        blob = pickle.dumps(pool)
+        for method, arg, event in self.calls:
+            if method == "touch" and max(pool.phase[b].ref or 0 for b in arg) >= _GPU_MAX_REF:
+                continue
+            copy = pickle.loads(blob)
+            before = dict(copy.phase)
+            out.edges += 1
+            try:
+                result = getattr(copy, method)(arg)
+            except LifecycleError as err:
+                if err.event is not None and err.state is not None:
+                    self.refusals.add((GpuEvent(err.event), err.state))
+                continue
+            moved = result if method == "get_new_blocks" else arg
+            for b in moved:
+                row = self._row(event, before[b], copy.phase[b])
+                if row is not None:
+                    self.rows.add(row)
+            out.successors.append((self._key(copy), copy, f"{method}({arg!r})"))
+        return out
+
+
+def gpu_coverage(blocks: int, machine: Machine = GPU_MACHINE) -> GpuCoverage:
+    """Explore every reachable pool of `blocks` blocks, recording the GPU rows fired."""
+    subject = _PoolSubject(blocks, machine)
+    run = search(subject, workers=1)
+    return GpuCoverage(
+        machine,
+        frozenset(subject.rows),
+        frozenset(subject.refusals),
+        run.states,
+        run.transitions,
+        run.complete,
+    )
+
+
+def check_gpu_coverage(blocks: int, machine: Machine = GPU_MACHINE) -> Outcome:
+    """Every GPU transition and the reachable rejections fired; no allocate rejection."""
+    cov = gpu_coverage(blocks, machine)
+    figures = (
+        f"{len(cov.rows)}/{len(machine.transitions)} rows, {len(cov.refusals)} rejections "
+        f"fired over {cov.states} states, {cov.transitions} transitions"
+    )
+    if not cov.complete:
+        return Outcome(Status.UNKNOWN, f"the exploration did not finish ({figures})")
+    bad = [
+        f"never fired: row {t.event.value} {t.source.name}->{t.target.name}"
+        for t in machine.transitions
+        if t not in cov.rows
+    ]
+    bad += [
+        f"never fired: rejection of {r.event.value} on {r.state.name}"
+        for r in machine.rejections
+        if r.event not in GPU_POLICY_CHOSEN and (r.event, r.state.name) not in cov.refusals
+    ]
+    bad += [
+        f"fired a rejection of {e.value} on {s}" for e, s in cov.refusals if e in GPU_POLICY_CHOSEN
+    ]
+    return refuted("; ".join(bad) + f" ({figures})") if bad else proved(figures)
+
+
 # ------------------------------------------------------------------ the obligation
 
 
@@ -299,8 +434,9 @@ def check_coverage(bounds: Bounds, model: type[RecordingModel]) -> Outcome:
 
 
 def obligations(level: Level) -> list[Obligation]:
-    """`rows.coverage`: the explorer executes every row of the CPU table."""
+    """`rows.coverage` (CPU table) and `rows.coverage.gpu` (GPU table)."""
     bounds = BOUNDS[level]
+    blocks = GPU_BLOCKS[level]
     return [
         Obligation(
             "rows.coverage",
@@ -312,5 +448,16 @@ def obligations(level: Level) -> list[Obligation]:
             tags=("explore",),
             kind=Kind.EXPLORED,
             bounds=bounds.describe(),
-        )
+        ),
+        Obligation(
+            "rows.coverage.gpu",
+            "every reachable state of a model block pool fires every transition of the GPU "
+            "table and every rejection of a caller-chosen event (allocate's never)",
+            lambda _t: check_gpu_coverage(blocks),
+            lambda _t: check_gpu_coverage(blocks, gpu_dead_row_table(GPU_MACHINE)),
+            "a GPU table where allocating an in-use block is a row (never executed) is refuted",
+            tags=("explore", "gpu"),
+            kind=Kind.EXPLORED,
+            bounds=f"a pool of {blocks} blocks (the null block included), refs <= {_GPU_MAX_REF}",
+        ),
     ]

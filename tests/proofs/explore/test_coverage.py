@@ -35,7 +35,7 @@ def test_evict_rejections_are_unreachable_not_missing() -> None:
 
 
 def test_the_obligation_is_an_exploration_with_a_control() -> None:
-    (ob,) = coverage.obligations("default")
+    ob, _gpu = coverage.obligations("default")
     assert ob.kind is Kind.EXPLORED and ob.negative is not None
     assert ob.check(60).status is Status.PROVED
 
@@ -51,3 +51,20 @@ def test_edges_hands_every_call_its_key_events() -> None:
     assert walk.complete and walk.failure is None and len(seen) == walk.transitions
     stores = [c for c in seen if c.op.method == "prepare_store" and not c.model.reply.raised]
     assert any(e.event is CpuEvent.EVICT for c in stores for e in c.events)
+
+
+def test_the_pool_fires_every_row_of_the_gpu_table() -> None:
+    from evictable.model.lifecycle import GPU_MACHINE, GpuEvent
+
+    cov = coverage.gpu_coverage(3)
+    assert cov.complete and cov.rows == frozenset(GPU_MACHINE.transitions)
+    assert {e for e, _ in cov.refusals} == {GpuEvent.FREE}  # allocate's never fire
+
+
+def test_a_dead_gpu_row_fails_coverage() -> None:
+    from evictable.model.lifecycle import GPU_MACHINE
+    from evictable.proofs.controls.tables import gpu_dead_row_table
+
+    out = coverage.check_gpu_coverage(3, gpu_dead_row_table(GPU_MACHINE))
+    assert out.status is Status.COUNTEREXAMPLE
+    assert "never fired: row allocate IN_USE->IN_USE" in out.counterexample

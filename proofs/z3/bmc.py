@@ -40,6 +40,7 @@ from evictable.proofs.obligations import (
     remaining,
 )
 from evictable.proofs.registry import Level
+from evictable.proofs.z3.counter_rules import forgetting
 from evictable.proofs.z3.manager import hook_dropped, render_key
 from evictable.proofs.z3.manager_ops import (
     MANAGER,
@@ -48,7 +49,6 @@ from evictable.proofs.z3.manager_ops import (
     Step,
     Variant,
     choice,
-    forgetting,
     relation,
 )
 from evictable.proofs.z3.manager_state import (

@@ -66,8 +66,8 @@ from evictable.proofs.obligations import (
 )
 from evictable.proofs.registry import Level
 from evictable.proofs.z3 import free_queue as fq
+from evictable.proofs.z3.counter_rules import CallCounts, counters_after
 from evictable.proofs.z3.encode import concrete_terms, rejects_term, state_sort, step_term
-from evictable.proofs.z3.manager_ops import CallCounts, counters_after
 
 __all__ = [
     "BOUNDS",

@@ -28,8 +28,9 @@ from evictable.model import lifecycle
 from evictable.model.lifecycle import Machine
 from evictable.proofs.obligations import Kind, Obligation, Outcome
 from evictable.proofs.registry import Level
+from evictable.proofs.z3.counter_rules import COUNTER_RULES, forgetting
 from evictable.proofs.z3.manager import BATCH, consecution_query, decide
-from evictable.proofs.z3.manager_ops import COUNTER_RULES, MANAGER, OPS, Variant, forgetting
+from evictable.proofs.z3.manager_ops import MANAGER, OPS, Variant
 
 __all__ = ["FORGOTTEN", "check_counters", "obligations"]
 

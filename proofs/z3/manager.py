@@ -48,6 +48,7 @@ from evictable.proofs.obligations import (
     remaining,
 )
 from evictable.proofs.registry import Level
+from evictable.proofs.z3.counter_rules import forgetting
 from evictable.proofs.z3.lifecycle import overriding, replace_state, row_index
 from evictable.proofs.z3.manager_ops import (
     MANAGER,
@@ -55,7 +56,6 @@ from evictable.proofs.z3.manager_ops import (
     Step,
     Variant,
     choice,
-    forgetting,
     relation,
 )
 from evictable.proofs.z3.manager_state import (

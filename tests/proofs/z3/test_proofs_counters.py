@@ -8,14 +8,13 @@ import pytest
 from evictable.model.lifecycle import CPU_MACHINE
 from evictable.proofs.obligations import Status
 from evictable.proofs.z3 import counters
-from evictable.proofs.z3.manager_ops import (
+from evictable.proofs.z3.counter_rules import (
     COUNTER_RULES,
-    OPS,
     CallCounts,
-    Variant,
     counters_after,
     forgetting,
 )
+from evictable.proofs.z3.manager_ops import OPS, Variant
 from tests.obligation_checks import TIMEOUT_S, assert_proved, refuted_control
 
 OBLIGATIONS = {ob.name: ob for ob in counters.obligations("quick")}

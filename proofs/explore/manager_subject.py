@@ -68,10 +68,19 @@ class Bounds:
 
 
 class Context:
-    """Everything a worker needs; inherited by fork, never pickled."""
+    """Everything a worker needs; inherited by fork, never pickled. `model` is the
+    reference model's class (a subclass may record what it executes, see
+    `explore.coverage`)."""
 
-    def __init__(self, bounds: Bounds, factory: Factory, canonical: bool) -> None:
+    def __init__(
+        self,
+        bounds: Bounds,
+        factory: Factory,
+        canonical: bool,
+        model: type[ModelManager] | None = None,
+    ) -> None:
         self.bounds = bounds
+        self.model = model if model is not None else ModelManager
         self.factory = factory
         self.canonical = canonical
         self.alphabet = Alphabet(bounds.keys, bounds.batch)
@@ -82,7 +91,7 @@ class Context:
 
     def fresh(self, path: Sequence[int]) -> tuple[ModelManager, Any]:
         b = self.bounds
-        model = ModelManager(b.slots, b.policy, b.events > 0)
+        model = self.model(b.slots, b.policy, b.events > 0)
         impl = self.factory(b.slots, b.policy, b.events > 0)
         for i in path:
             invoke(model, self.ops[i])
@@ -176,7 +185,7 @@ class ManagerSubject(Context):
 
     def root(self) -> tuple[Hashable, Payload]:
         b = self.bounds
-        code, _ = encode(ModelManager(b.slots, b.policy, b.events > 0).snapshot(), self.canonical)
+        code, _ = encode(self.model(b.slots, b.policy, b.events > 0).snapshot(), self.canonical)
         return code, ((), 0)
 
     def weight(self, payload: Payload) -> int:

@@ -79,14 +79,15 @@ class NoT1Fallback(ARCCachePolicy):
     T1 still has idle entries (vLLM's original ARC loop has no T1 fallback)."""
 
     def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
-        t1, taken = len(self.t1), set[Key]()
+        lists = self.snapshot()
+        t1, taken = len(lists.t1), set[Key]()
         for _ in range(n):
             pick = None
             if t1 >= int(self.target_t1_size):
-                pick = _first_idle(self.t1, protected, taken)
+                pick = _first_idle(self, lists.t1, protected, taken)
                 t1 -= pick is not None
             if pick is None:
-                pick = _first_idle(self.t2, protected, taken)
+                pick = _first_idle(self, lists.t2, protected, taken)
             if pick is None:
                 return None  # BUG: no fallback to T1
             taken.add(pick)
@@ -98,12 +99,10 @@ class TouchPromotesPending(ARCCachePolicy):
     key too, although a pending key only moves to T1's most-recent end."""
 
     def touch(self, keys: Iterable[Key]) -> None:
-        for key in reversed(list(keys)):
-            block = self.t1.get(key)
-            if block is not None and not block.is_ready:
-                del self.t1[key]  # BUG: a pending key is promoted like a ready one
-                self.t2[key] = block
-                self._stamp[key] = self._next_stamp()
+        for key in reversed(touch_keys(keys)):
+            block = self.table.get(key)
+            if block is not None and not block.in_t2 and not block.is_ready:
+                self._to_mru(block, to_t2=True)  # BUG: a pending key is promoted like a ready one
             else:
                 super().touch([key])
 
@@ -125,10 +124,10 @@ class EvictableMovesToMru(ARCCachePolicy):
     the ARC order, which must not move."""
 
     def mark_evictable(self, key: Key) -> None:
-        in_t1 = key in self.t1
-        placed = self._unplace(key)
-        if placed is not None:  # BUG: position lost
-            self._place_mru(key, placed[0], to_t2=not in_t1, eligible=True)
+        block = self.table.get(key)
+        if block is not None:
+            self._to_mru(block, to_t2=block.in_t2)  # BUG: position lost
+        super().mark_evictable(key)
 
 
 class B2HitGrowsTarget(ARCCachePolicy):
@@ -145,9 +144,11 @@ class B2HitGrowsTarget(ARCCachePolicy):
                 super().touch([key])
 
 
-def _first_idle(entries: dict[Key, BlockStatus], protected: Set[Key], taken: Set[Key]) -> Key:
+def _first_idle(
+    policy: ARCCachePolicy, keys: Iterable[Key], protected: Set[Key], taken: Set[Key]
+) -> Key:
     return next(
-        (k for k, b in entries.items() if b.ref_cnt == 0 and k not in protected and k not in taken),
+        (k for k in keys if policy.table[k].ref_cnt == 0 and k not in protected and k not in taken),
         None,
     )
 

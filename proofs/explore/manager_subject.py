@@ -79,7 +79,9 @@ class Bounds:
 
 
 class Context:
-    """Everything a worker needs; inherited by fork, never pickled."""
+    """Everything a worker needs; inherited by fork, never pickled. `model` is the
+    reference model's class (a subclass may record what it executes, see
+    `explore.coverage`)."""
 
     def __init__(
         self,
@@ -88,8 +90,11 @@ class Context:
         canonical: bool,
         contract: Contract = DEFAULT,
         masked: frozenset[Kind] = frozenset(),
+        model: type[ModelManager] | None = None,
     ) -> None:
         self.bounds = bounds
+        self.model = model
+        """The reference model's class; None: the contract's (`make_model`)."""
         self.factory = factory
         self.canonical = canonical
         self.contract = contract
@@ -103,9 +108,17 @@ class Context:
         self.picklable: dict[type, bool] = {}
         self.counted = True
 
+    def new_model(self) -> ModelManager:
+        """A fresh reference model: of class `model` if one was given, else the
+        contract's (`cpu_contract.make_model`, looked up now)."""
+        b = self.bounds
+        if self.model is not None:
+            return self.model(b.slots, b.policy, b.events > 0)
+        return make_model(self.contract, b.slots, b.policy, b.events > 0)
+
     def fresh(self, path: Sequence[int]) -> tuple[ModelManager, Any]:
         b = self.bounds
-        model = make_model(self.contract, b.slots, b.policy, b.events > 0)
+        model = self.new_model()
         impl = self.factory(b.slots, b.policy, b.events > 0)
         for i in path:
             op = self.ops[i]
@@ -149,7 +162,7 @@ class Context:
     def lines(self, path: Sequence[int], last: int | None) -> list[tuple[str, str, bool]]:
         """The trace `path` (+ `last`) as snippet lines, replayed afresh on both sides."""
         b = self.bounds
-        model = make_model(self.contract, b.slots, b.policy, b.events > 0)
+        model = self.new_model()
         impl = self.factory(b.slots, b.policy, b.events > 0)
         out = [(f"m = factory({b.slots!r}, {b.policy!r}, {b.events > 0!r})", "", False)]
         steps = [*path, last] if last is not None else list(path)
@@ -224,7 +237,7 @@ class ManagerSubject(Context):
 
     def root(self) -> tuple[Hashable, Payload]:
         b = self.bounds
-        model = make_model(self.contract, b.slots, b.policy, b.events > 0)
+        model = self.new_model()
         impl = self.factory(b.slots, b.policy, b.events > 0)
         try:
             self.counted = counters(impl) is not None

@@ -8,7 +8,7 @@ since arming, the hook raises a fresh `InjectedFault` before doing anything. The
 policy otherwise behaves exactly like its base class.
 
 The manager under test must then re-raise that very exception and leave its whole
-observable state as before the call (DESIGN.md §4, all-or-nothing).
+observable state as before the call (docs/semantics.md, "All-or-nothing").
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 `LockStep` runs one call on the model and on the implementation, compares the
 outcomes (result, or error type and attributes), records the trace, checks that a
 call that raised changed neither side, and steps the live `iter_blocks_after`
-iterators. The machines themselves are in `proofs/gpu_conformance.py`.
+iterators. The machines themselves are in `proofs/lockstep/gpu_machines.py`.
 
 Every machine class carries a `lockstep.contract.Contract` (`contract`): its error
 contract decides what counts as the same error; without `invalid` calls a call the

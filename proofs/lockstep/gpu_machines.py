@@ -11,7 +11,7 @@ both sides, and, whenever a call raised, that neither side changed.
   uses `.TestCase`); a factory builds the implementation under test.
 * `run_machine(machine, examples, steps)` -- one run without pytest, as an `Outcome`.
 * `obligations(level)` -- `conformance.free_queue` and `conformance.block_pool`, each
-  with a negative control: every seeded broken variant (`proofs/gpu_seeded.py`) must
+  with a negative control: every seeded broken variant (`proofs/controls/gpu.py`) must
   be refuted by the same run.
 """
 
@@ -539,6 +539,7 @@ def obligations(level: Level) -> list[Obligation]:
             tags=("conformance", "gpu"),
             kind=Kind.TESTED,
             bounds=f"{examples} examples x {steps} steps, derandomized",
+            negative_bounds=f"each variant: {max(3 * examples, 200)} examples x {steps} steps",
         ),
         Obligation(
             name="conformance.block_pool",
@@ -550,5 +551,6 @@ def obligations(level: Level) -> list[Obligation]:
             tags=("conformance", "gpu"),
             kind=Kind.TESTED,
             bounds=f"{examples} examples x {steps} steps, derandomized",
+            negative_bounds=f"each variant: {max(3 * examples, 200)} examples x {steps} steps",
         ),
     ]

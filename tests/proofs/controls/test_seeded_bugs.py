@@ -13,7 +13,7 @@ from evictable.impl.manager import CPUOffloadingManager
 from evictable.proofs.controls import ARC_BUGS, SEEDED_BUGS, SeededBug
 from evictable.proofs.lockstep.conformance import run_conformance
 
-BUDGET = {"examples": 400, "steps": 40}
+EXAMPLES, STEPS = 400, 40
 """An upper bound on one run, not its expected cost."""
 
 SEED = 20261129
@@ -35,7 +35,13 @@ def test_the_catalogue_has_distinct_documented_bugs() -> None:
 @pytest.mark.parametrize(("bug", "policy"), CATALOGUE, ids=lambda x: getattr(x, "name", x))
 def test_conformance_engine_catches_seeded_bug(bug: SeededBug, policy: str) -> None:
     record = run_conformance(
-        bug.factory, policy, seed=SEED, inject_faults=bug.faults, stop_at_first=True, **BUDGET
+        bug.factory,
+        policy,
+        EXAMPLES,
+        STEPS,
+        seed=SEED,
+        inject_faults=bug.faults,
+        stop_at_first=True,
     )
     print(
         f"\n{bug.name}: caught in example {record.first_failure_example} after "

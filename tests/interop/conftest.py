@@ -14,16 +14,24 @@ import pytest
 
 from evictable.proofs.cli.main import main
 
+Run = tuple[int, dict[str, Any], str]
+
+_RUNS: dict[tuple[str, ...], Run] = {}
+"""Runs already made in this session: a check with the same arguments (a fixed seed,
+or the deterministic lazy search) is made once and its outcome shared."""
+
 
 @pytest.fixture
 def check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Any:
     """`check(*argv) -> (exit code, report, printed output)` of `evictable check`."""
 
-    def run(*argv: str) -> tuple[int, dict[str, Any], str]:
-        report = tmp_path / "report.json"
-        code = main(["check", *argv, "--json", str(report)])
-        out = capsys.readouterr().out
-        return code, json.loads(report.read_text(encoding="utf-8")), out
+    def run(*argv: str) -> Run:
+        if argv not in _RUNS:
+            report = tmp_path / "report.json"
+            code = main(["check", *argv, "--json", str(report)])
+            out = capsys.readouterr().out
+            _RUNS[argv] = (code, json.loads(report.read_text(encoding="utf-8")), out)
+        return _RUNS[argv]
 
     return run
 

@@ -2,19 +2,24 @@
 
 `tests/test_docs_examples.py` skips these blocks (they follow `<!-- not run -->`,
 because they need vLLM); here each one runs in a fresh interpreter of the interop
-venv, from an empty directory.
+venv, from an empty directory, and each finding's snippet is still the program
+`evictable check` prints for it (compared as statements: comments and layout are the
+page's own).
 """
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 pytest.importorskip("vllm")
 
+from tests.interop.conftest import finding
 from tests.test_docs_examples import ROOT, Block, python_blocks
 
 BLOCKS = python_blocks(ROOT / "docs" / "interop.md")
@@ -32,3 +37,26 @@ def test_interop_md_block_runs_with_vllm(block: Block, tmp_path: Path) -> None:
         [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, check=False
     )
     assert run.returncode == 0, f"{block.name} failed:\n{run.stderr}"
+
+
+def _program(code: str) -> str:
+    """The statements of `code`, without comments, quoting or layout."""
+    return ast.dump(ast.parse(code))
+
+
+@pytest.mark.parametrize(
+    ("number", "argv", "cls"),
+    [
+        (0, ("evictable.proofs.adapters.vllm:lru_manager", "--seed", "0"), "slot"),
+        (1, ("evictable.proofs.adapters.vllm:lru_manager", "--seed", "0"), "leaked_pin"),
+        (2, ("evictable.proofs.adapters.vllm:lru_manager", "--seed", "0"), "atomicity"),
+        (3, ("evictable.proofs.adapters.vllm:lazy_scanner", "--target", "lazy"), "scan"),
+    ],
+    ids=["finding-1", "finding-2", "finding-3", "finding-4"],
+)
+def test_each_finding_of_interop_md_is_the_trace_the_tool_prints(
+    check: Any, number: int, argv: tuple[str, ...], cls: str
+) -> None:
+    _, report, _ = check(*argv)
+    printed = finding(report, cls)["snippet"]
+    assert _program(BLOCKS[number].code) == _program(printed), printed

@@ -18,13 +18,11 @@ from evictable.model.errors import (
     ConcurrentModificationError,
     DuplicateBlocksError,
     ForeignBlockError,
-    InsufficientFreeBlocksError,
-    InvalidArgumentError,
     InvariantViolationError,
     QueueEmptyError,
     StaleCursorError,
 )
-from evictable.model.free_queue import FreeQueueSnapshot, repeated
+from evictable.model.free_queue import FreeQueueSnapshot, repeated, require_count
 
 __all__ = ["Cursor", "FreeKVCacheBlockQueue", "KVCacheBlock"]
 
@@ -208,14 +206,12 @@ class FreeKVCacheBlockQueue:
     def popleft_n(self, n: int) -> list[KVCacheBlock]:
         """Unlink and return the `n` front blocks, front first.
 
-        Pre: `n` is an int in [0, num_free_blocks] (else `InvalidArgumentError` /
-        `InsufficientFreeBlocksError`).
+        Pre: `n` is an int >= 0 (else `InvalidArgumentError`), at most
+        num_free_blocks (else `InsufficientFreeBlocksError`).
         Complexity: O(n).
         """
-        if not isinstance(n, int) or isinstance(n, bool):
-            raise InvalidArgumentError(f"block count must be an int, got {n!r}")
-        if n < 0 or n > self.num_free_blocks:
-            raise InsufficientFreeBlocksError(n, self.num_free_blocks)
+        if type(n) is not int or n < 0 or n > self.num_free_blocks:
+            require_count(n, self.num_free_blocks)
         if n == 0:
             return []
         head = self.fake_free_list_head

@@ -12,8 +12,10 @@ A payload is whatever lets the subject rebuild or hold the state: the state
 object itself, or the path of labels that reaches it (the manager replays paths,
 so that any implementation can be stepped beside the model). States are
 deduplicated by key; parent pointers give a shortest path of labels to every
-visited state. Because the search goes level by level and stops at the first level
-with a failure, the failure it reports is a shortest one.
+visited state. Each expansion runs under the per-step wall-clock bound
+(`lockstep.guard`): a state whose check or edges hang is reported as a failure.
+Because the search goes level by level and stops at the first level with a
+failure, the failure it reports is a shortest one.
 
 The engine stops early, with `complete=False`, when it has seen `max_states`
 distinct states or when `deadline` (a `time.monotonic()` value) has passed: a
@@ -30,6 +32,7 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
+from evictable.proofs.lockstep.guard import StepTimeout, step_guard
 from evictable.proofs.obligations import deadline as current_deadline
 
 __all__ = ["Expansion", "Found", "Result", "Subject", "search"]
@@ -69,7 +72,9 @@ class Subject(Protocol[P, L]):
     def expand(self, payload: P) -> Expansion[P, L]:
         """Check the state `payload` stands for and every edge out of it.
 
-        A subject may also define `weight(payload) -> int`, see `Result.weight`."""
+        A subject may also define `weight(payload) -> int`, see `Result.weight`, and
+        keep in `in_flight` the label of the edge it is making (None between edges),
+        so that an edge that hangs is reported as the failing edge."""
 
 
 @dataclass(frozen=True)
@@ -116,11 +121,25 @@ def _init(subject: Any) -> None:
     _SUBJECT = subject
 
 
+def _expand_one(payload: Any) -> Expansion[Any, Any]:
+    """Expand one state under the per-step wall-clock bound (`lockstep.guard`): a state
+    whose check or edges do not finish in time is a failure, never a hang. The
+    subject's `in_flight` label (when it keeps one) names the edge that hung."""
+    try:
+        with step_guard():
+            return _SUBJECT.expand(payload)  # type: ignore[no-any-return]
+    except StepTimeout as timeout:
+        label = getattr(_SUBJECT, "in_flight", None)
+        if label is None:
+            return Expansion(found=Found(f"checking the state {timeout}"))
+        return Expansion(found=Found(f"the call {timeout}", label))
+
+
 def _expand_chunk(items: Sequence[tuple[int, Any]]) -> list[tuple[int, Expansion[Any, Any]]]:
     """Expand states in order, up to the first that fails."""
     out = []
     for sid, payload in items:
-        exp = _SUBJECT.expand(payload)
+        exp = _expand_one(payload)
         out.append((sid, exp))
         if exp.found is not None:
             break

@@ -79,6 +79,9 @@ class Context:
         self.key_bit = {k: 1 << i for i, k in enumerate(self.alphabet.keys)}
         self.seen: set[Code] = set()
         self.picklable: dict[type, bool] = {}
+        self.in_flight: int | None = None
+        """The op being made on the working copies (None between ops): the edge the
+        engine reports when one hangs (`explore.engine`)."""
 
     def fresh(self, path: Sequence[int]) -> tuple[ModelManager, Any]:
         b = self.bounds
@@ -187,6 +190,13 @@ class ManagerSubject(Context):
 
     def expand(self, payload: Payload) -> Expansion[Payload, int]:
         """Check the state reached by the payload's path and every edge out of it."""
+        self.in_flight = None
+        try:
+            return self._expand(payload)
+        finally:
+            self.in_flight = None
+
+    def _expand(self, payload: Payload) -> Expansion[Payload, int]:
         path = payload[0]
         out: Expansion[Payload, int] = Expansion()
         try:
@@ -209,9 +219,11 @@ class ManagerSubject(Context):
                 fm, fi = (make_m, make_i) if make_m and make_i else (None, None)
                 wm, wi = (fm(), fi()) if fm and fi else self.fresh(path)
                 hist = []
+            self.in_flight = oi
             rm, ri = invoke(wm, op), invoke(wi, op)
             m_post = wm.snapshot()
             i_post, why = _post(wi)
+            self.in_flight = None
             out.edges += 1
             if why is None:
                 found = judge(rm, ri, m_pre, i_pre, m_post, i_post)

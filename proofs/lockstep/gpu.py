@@ -3,14 +3,16 @@
 `LockStep` runs one call on the model and on the implementation, compares the
 outcomes (result, or error type and attributes), records the trace, checks that a
 call that raised changed neither side, and steps the live `iter_blocks_after`
-iterators. The machines themselves are in `proofs/gpu_conformance.py`.
+iterators. The machines themselves are in `lockstep.gpu_machines` and `lockstep.lazy_machine`.
+Every call (and every observation of both sides) runs under the per-step
+wall-clock bound of `lockstep.guard`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -23,6 +25,7 @@ from evictable.impl.free_queue import KVCacheBlock
 from evictable.model.errors import LifecycleError
 from evictable.model.types import BlockId
 from evictable.proofs.lockstep.compare import Reply, describe, invoke, judge
+from evictable.proofs.lockstep.guard import StepTimeout, step_guard
 from evictable.proofs.obligations import check_deadline
 
 __all__ = [
@@ -89,11 +92,30 @@ class LockStep(RuleBasedStateMachine):
         # live iterators: (label, model iterator, impl iterator)
         self.iters: list[tuple[str, Iterator[BlockId], Iterator[KVCacheBlock]]] = []
 
-    def fail(self, reason: str) -> None:
+    def fail(self, reason: str) -> NoReturn:
         raise GpuConformanceFailure(reason, self.trace)
 
     def snapshots(self) -> tuple[Any, Any]:
         raise NotImplementedError
+
+    def observe(self, label: str) -> tuple[Any, Any]:
+        """Both sides' snapshots; a snapshot that raises (a broken list reports itself
+        as `InvariantViolationError`, see `impl.free_queue`) fails the run."""
+        try:
+            return self.snapshots()
+        except Exception as exc:
+            self.trace.append(f"{label}  # observing both sides raised {type(exc).__name__}")
+            self.fail(f"{label}: a snapshot raised {type(exc).__name__}: {exc}")
+
+    def guarded(self, label: str, fn: Callable[[], T]) -> T:
+        """`fn()` under the per-step wall-clock bound (`lockstep.guard`): a call that
+        does not return in time fails the run, with its trace."""
+        try:
+            with step_guard():
+                return fn()
+        except StepTimeout as timeout:
+            self.trace.append(f"{label}  # {timeout}")
+            self.fail(f"{label}: the call {timeout}")
 
     def both(
         self,
@@ -106,10 +128,13 @@ class LockStep(RuleBasedStateMachine):
         into the model's terms); on an error, nothing may change. Returns the model's
         reply."""
         check_deadline("GPU conformance")
-        m_pre, i_pre = self.snapshots()
-        m = invoke(model_call)
-        i = invoke(impl_call)
-        m_post, i_post = self.snapshots()
+
+        def call() -> tuple[Any, Any, Reply, Reply, Any, Any]:
+            m_pre, i_pre = self.observe(label)
+            m, i = invoke(model_call), invoke(impl_call)
+            return (m_pre, i_pre, m, i, *self.observe(label))
+
+        m_pre, i_pre, m, i, m_post, i_post = self.guarded(label, call)
         self.stats["calls"] += 1
         self.trace.append(f"{label} {describe(m)}")
         found = judge(m, i, m_pre, i_pre, m_post, i_post, convert)

@@ -46,6 +46,7 @@ from evictable.proofs.lockstep.gpu import (
     keep_message,
     one_id,
 )
+from evictable.proofs.lockstep.guard import guard_session
 from evictable.proofs.lockstep.settings import engine_settings
 from evictable.proofs.obligations import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.registry import Level
@@ -235,14 +236,17 @@ class _QueueMachine(LockStep):
             cursor = queue.cursor_for(self.blocks[b]) if b >= 0 else None
             return list(queue.iter_blocks_after(cursor))
 
-        got = invoke(walk)
+        got = self.guarded(f"q{q}.walk after {b}", lambda: invoke(walk))
         self.trace.append(f"q{q}.walk after {b} {describe(got)}")
         if got.raised or ids_of(got.value) != expected:
             self.fail(f"walk after {b} on q{q}: expected {expected}, impl {describe(got)}")
 
     @invariant()
     def agree(self) -> None:
-        m, i = self.snapshots()
+        self.guarded("(checking snapshots and invariants)", self._agree)
+
+    def _agree(self) -> None:
+        m, i = self.observe("(after the step)")
         if m != i:
             self.fail(f"snapshots differ: model {m} impl {i}")
         for snap in m:
@@ -401,7 +405,10 @@ class _PoolMachine(LockStep):
 
     @invariant()
     def agree(self) -> None:
-        m, i = self.snapshots()
+        self.guarded("(checking snapshots and invariants)", self._agree)
+
+    def _agree(self) -> None:
+        m, i = self.observe("(after the step)")
         if m != i:
             self.fail(f"snapshots differ:\n model {m}\n impl  {i}")
         if check_pool_snapshot(m):
@@ -448,7 +455,8 @@ def run_machine(
     phases = list(Phase) if shrink else [Phase.explicit, Phase.reuse, Phase.generate]
     config = engine_settings(examples, steps, derandomize=True, phases=phases)
     try:
-        run_state_machine_as_test(machine, settings=config)
+        with guard_session():  # a hanging call, once found, is shrunk under a short bound
+            run_state_machine_as_test(machine, settings=config)
     except GpuConformanceFailure as failure:
         return refuted(failure.reason + "\n" + "\n".join(failure.trace))
     return proved()

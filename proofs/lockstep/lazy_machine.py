@@ -238,12 +238,18 @@ class _LazyMachine(LockStep):
 
     @invariant()
     def snapshots_agree(self) -> None:
-        m, i = self.snapshots()
+        self.guarded("(comparing snapshots)", self._snapshots_agree)
+
+    def _snapshots_agree(self) -> None:
+        m, i = self.observe("(after the step)")
         if m != i:
             self.fail(f"snapshots differ: {diff(m, i)}")
 
     @invariant()
     def scan_complete_and_invariants(self) -> None:
+        self.guarded("(checking invariants)", self._scan_complete_and_invariants)
+
+    def _scan_complete_and_invariants(self) -> None:
         view = self.model.view()
         bad = check_scan(view) + [f"pool.{n}" for n in check_pool_snapshot(view.pool)]
         if bad:

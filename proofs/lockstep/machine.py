@@ -17,6 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from evictable.model.lifecycle import CpuState
 from evictable.model.types import Key
+from evictable.proofs.lockstep.copies import MODES, Copy, copy_modes
 from evictable.proofs.lockstep.faults import HOOKS, FaultPlan
 from evictable.proofs.lockstep.inputs import (
     BAD_NUM_BLOCKS,
@@ -87,6 +88,7 @@ def build_machine(
     LockStepMachine.fault_policy = fault_policy
     LockStepMachine.plan = plan
     LockStepMachine.stats = RunStats()
+    LockStepMachine.copy_modes = copy_modes(factory, policy)
     return LockStepMachine
 
 
@@ -96,6 +98,8 @@ class _Machine(RuleBasedStateMachine):
     fault_policy: ClassVar[str | None]
     plan: ClassVar[FaultPlan]
     stats: ClassVar[RunStats]
+    copy_modes: ClassVar[tuple[str, ...]]
+    """The round trips the factory's adapters support (`lockstep.copies`)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -158,6 +162,16 @@ class _Machine(RuleBasedStateMachine):
     def commit(self, data: st.DataObject, success: bool) -> None:
         keys = self._keys(data, self.lock.keys_in(_P), 4)
         self.lock.apply(Step(Call.keys("complete_store", keys, success=success)))
+
+    @precondition(lambda self: bool(self.lock.keys_in(_R, _L)))
+    @rule(data=st.data(), success=st.booleans())
+    def commit_resident(self, data: st.DataObject, success: bool) -> None:
+        """complete_store of a batch with READY and LOADING keys on purpose, mixed with
+        any PENDING ones: the resident keys must be ignored (not re-committed, not
+        dropped, their pins and places kept), the pending ones committed or aborted."""
+        lock = self.lock
+        keys = self._keys(data, lock.keys_in(_R, _L) + lock.keys_in(_P), 4)
+        lock.apply(Step(Call.keys("complete_store", keys, success=success)))
 
     @precondition(lambda self: bool(self.lock.keys_in(_R, _L)))
     @rule(data=st.data())
@@ -234,21 +248,44 @@ class _Machine(RuleBasedStateMachine):
             policy = UNKNOWN_POLICY if num_blocks == 1 and type(num_blocks) is int else self.policy
             self.lock.apply(Construct(num_blocks, policy, data.draw(_COIN)))
 
+    # ------------------------------------------------------------ copies
+
+    @precondition(lambda self: bool(self.copy_modes))
+    @rule(which=st.integers(0, len(MODES) - 1))
+    def copy_roundtrip(self, which: int) -> None:
+        """Copy the implementation (deepcopy or pickle), check the copy equals the
+        original and is independent of it, and go on with the copy."""
+        modes = self.copy_modes
+        self.lock.apply(Copy(modes[which % len(modes)]))
+
     # ------------------------------------------------------------ fault injection
 
     @precondition(lambda self: self.lock.faulty)
-    @rule(data=st.data(), hook=st.sampled_from(("insert", "evict")), k=st.sampled_from((2, 1)))
-    def fault_in_store(self, data: st.DataObject, hook: str, k: int) -> None:
-        """prepare_store with `insert` failing on its k-th key, or `evict` failing."""
+    @rule(
+        data=st.data(),
+        hook=st.sampled_from(("insert", "evict")),
+        k=st.sampled_from((2, 1)),
+        late=st.booleans(),
+    )
+    def fault_in_store(self, data: st.DataObject, hook: str, k: int, late: bool) -> None:
+        """prepare_store with `insert` failing on its k-th key, or `evict` failing; at
+        the hook's entry or after its body (victims already taken, key filed)."""
         keys = self._keys(data, (), MAX_BLOCKS + 2)
-        self.lock.apply(Fault(Call.keys("prepare_store", keys), hook, 1 if hook == "evict" else k))
+        call = Call.keys("prepare_store", keys)
+        self.lock.apply(Fault(call, hook, 1 if hook == "evict" else k, late))
 
     @precondition(lambda self: self.lock.faulty)
-    @rule(data=st.data(), hook=st.sampled_from(_HOOK_FAULTS), k=st.sampled_from((2, 1)))
-    def fault_in_hook(self, data: st.DataObject, hook: str, k: int) -> None:
+    @rule(
+        data=st.data(),
+        hook=st.sampled_from(_HOOK_FAULTS),
+        k=st.sampled_from((2, 1)),
+        late=st.booleans(),
+    )
+    def fault_in_hook(self, data: st.DataObject, hook: str, k: int, late: bool) -> None:
         """A call that reaches a per-key hook (`mark_evictable`, `mark_non_evictable`,
-        `remove`) or `touch`, which fails on the first or second key -- after the
-        policy has already changed for the first one."""
+        `remove`), `touch` or `clear`, which fails on the first or second key -- after
+        the policy has already changed for the first one -- at the hook's entry or
+        after its body (`late`: the policy changed for that key as well)."""
         lock = self.lock
         # A hook is reached only through keys in the right state: start from the drawn
         # hook and take the first one whose keys exist now (touch always can).
@@ -257,6 +294,7 @@ class _Machine(RuleBasedStateMachine):
             "mark_non_evictable": (_R,),
             "mark_evictable": (_P, _L),
             "touch": (),
+            "clear": (),
         }
         order = _HOOK_FAULTS[_HOOK_FAULTS.index(hook) :] + _HOOK_FAULTS[: _HOOK_FAULTS.index(hook)]
         hook = next(h for h in order if not reaches[h] or lock.keys_in(*reaches[h]))
@@ -270,7 +308,9 @@ class _Machine(RuleBasedStateMachine):
             call = Call.keys("complete_store", self._keys(data, lock.keys_in(_P), 4))
         elif hook == "mark_evictable":
             call = Call.keys("complete_load", self._keys(data, lock.keys_in(_L), 3))
+        elif hook == "clear":
+            call, k = Call.plain("reset_cache"), 1
         else:
             call = Call.keys("touch", self._keys(data, lock.keys_in(_R), 5, unique=False))
             k = 1  # touch is called once per manager call
-        lock.apply(Fault(call, hook, k))
+        lock.apply(Fault(call, hook, k, late))

@@ -33,7 +33,9 @@ from evictable.model.lifecycle import CpuState
 from evictable.model.manager import ModelManager
 from evictable.model.types import Key, ManagerSnapshot
 from evictable.proofs.lockstep.compare import Kind, Reply, diff, invoke, judge, same_error
+from evictable.proofs.lockstep.copies import Copy, apply_copy
 from evictable.proofs.lockstep.faults import FaultPlan
+from evictable.proofs.lockstep.guard import StepTimeout, step_guard
 from evictable.proofs.lockstep.inputs import Call
 from evictable.proofs.obligations import check_deadline
 
@@ -42,6 +44,7 @@ __all__ = [
     "AdapterFactory",
     "ConformanceFailure",
     "Construct",
+    "Copy",
     "Fault",
     "LockStep",
     "RunStats",
@@ -72,11 +75,13 @@ class Step:
 
 @dataclass(frozen=True)
 class Fault:
-    """`call` on the impl with policy hook `hook` raising on its k-th call."""
+    """`call` on the impl with policy hook `hook` raising on its k-th call: at the
+    hook's entry, or with `late` after its body ran (the policy already changed)."""
 
     call: Call
     hook: str
     k: int
+    late: bool = False
 
 
 @dataclass(frozen=True)
@@ -88,7 +93,7 @@ class Construct:
     events: bool
 
 
-Action = Start | Step | Fault | Construct
+Action = Start | Step | Fault | Construct | Copy
 
 
 class ConformanceFailure(AssertionError):
@@ -267,15 +272,28 @@ class LockStep:
     # ------------------------------------------------------------ actions
 
     def apply(self, action: Action) -> None:
-        """Apply one action to both sides and compare (raises `ConformanceFailure`)."""
-        if isinstance(action, Start):
-            self._start(action)
-        elif isinstance(action, Step):
-            self._step(action)
-        elif isinstance(action, Fault):
-            self._fault(action)
-        else:
-            self._construct(action)
+        """Apply one action to both sides and compare (raises `ConformanceFailure`).
+
+        The action runs under the per-step wall-clock bound (`lockstep.guard`): a call
+        that does not return in time is a failure with its trace, not a hang."""
+        try:
+            with step_guard():
+                if isinstance(action, Start):
+                    self._start(action)
+                elif isinstance(action, Step):
+                    self._step(action)
+                elif isinstance(action, Fault):
+                    self._fault(action)
+                elif isinstance(action, Copy):
+                    apply_copy(self, action)
+                else:
+                    self._construct(action)
+        except StepTimeout as timeout:
+            call = getattr(action, "call", None)
+            self.trace.append(f"m.{call.text}  # {timeout}" if call else f"{action}  # {timeout}")
+            if not self.actions or self.actions[-1] is not action:
+                self.actions.append(action)
+            self._fail(f"step {self.step_no}: the call {timeout}")
 
     def _start(self, a: Start) -> None:
         self.actions.append(a)
@@ -306,11 +324,12 @@ class LockStep:
         self._compare(label, rm, ri, m_before, i_before)
 
     def _fault(self, a: Fault) -> None:
-        label = self._begin(a) + f" ({a.call.method}, fault in {a.hook} call {a.k})"
+        when = " after its body" if a.late else ""
+        label = self._begin(a) + f" ({a.call.method}, fault in {a.hook} call {a.k}{when})"
         model, impl, m_before, i_before = self._sides()
         fired = None
         if self.faulty:  # else the policy cannot fail: an ordinary call
-            self.plan.arm(a.hook, a.k)
+            self.plan.arm(a.hook, a.k, a.late)
             try:
                 ri = _invoke(impl, a.call)
             finally:
@@ -328,7 +347,7 @@ class LockStep:
         self.stats.faults_fired += 1
         self.stats.outcomes[f"fault:{a.hook}"] += 1
         self.trace.append(
-            f"m.{a.call.text}  # policy hook {a.hook!r} raises on call {a.k}; "
+            f"m.{a.call.text}  # policy hook {a.hook!r} raises on call {a.k}{when}; "
             f"impl {ri.describe()}; model not stepped"
         )
         if not ri.raised or ri.value is not fired:

@@ -5,7 +5,9 @@ candidate action sequences through a fresh `LockStep` (no Hypothesis involved, s
 replay costs microseconds per step) and keeps any candidate that still diverges:
 drop chunks of actions (halving the chunk size down to single actions), simplify
 the set-up (fewer blocks, events off, no fault policy), and drop keys from key
-lists, until nothing more can be removed or the time budget is spent.
+lists, until nothing more can be removed or the time budget is spent. A failure
+that is a hanging call is shrunk under the short per-step bound of a guard session
+(`lockstep.guard`), so each replay that still hangs costs a fraction of a second.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from evictable.proofs.lockstep.guard import guard_session
 from evictable.proofs.lockstep.manager import Action, ConformanceFailure, Fault, Start, Step
 
 __all__ = ["shrink"]
@@ -110,8 +113,11 @@ def shrink(
     If the original actions do not fail again on replay (a nondeterministic
     implementation), `failure` is returned unchanged.
     """
-    again = probe(failure.actions)
-    if again is None:
-        return failure, 1
-    shrinker = _Shrinker(probe, again, budget_s)
-    return shrinker.run(), shrinker.replays + 1
+    # One guard session for every replay: once a replay hangs (the failure is a call
+    # that does not return), later replays wait only the short bound for it.
+    with guard_session():
+        again = probe(failure.actions)
+        if again is None:
+            return failure, 1
+        shrinker = _Shrinker(probe, again, budget_s)
+        return shrinker.run(), shrinker.replays + 1

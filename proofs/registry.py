@@ -27,6 +27,7 @@ GROUPS: tuple[str, ...] = (
     "evictable.proofs.explore.arc",
     "evictable.proofs.z3.free_queue",
     "evictable.proofs.lockstep.gpu_machines",
+    "evictable.proofs.explore.gpu",
     "evictable.proofs.explore.lazy_cursor",
 )
 

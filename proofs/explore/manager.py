@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from evictable.model.manager import ModelManager
-from evictable.proofs.controls.manager import non_atomic_complete_load
+from evictable.proofs.controls.manager import NoPolicyRollbackOnFault, non_atomic_complete_load
 from evictable.proofs.explore.engine import Result, search
 from evictable.proofs.explore.manager_subject import Bounds, Context, ManagerSubject
 from evictable.proofs.explore.ops import Op
@@ -203,11 +203,15 @@ def _explore_check(bounds: Bounds, factory: Factory | None) -> Callable[[float],
 
 def obligations(level: Level) -> list[Obligation]:
     """`explore.<policy>` for every verified policy (`proofs.policies`), each with a
-    negative control: a seeded non-atomic implementation that must be caught."""
+    negative control: a seeded non-atomic implementation that must be caught; and
+    `explore.<policy>.faults`, the same with the fault alphabet (a fault at call 1 or
+    2 of every hook an op reaches, at its entry and after its body), whose control
+    is a manager that does not roll its policy back."""
     out: list[Obligation] = []
     for policy in verified_policies():
         bounds = profile(policy).explore[level]
         control = replace(CONTROL_BOUNDS, policy=policy)
+        faults = profile(policy).faults[level]
         out.append(
             Obligation(
                 name=f"explore.{policy}",
@@ -224,6 +228,25 @@ def obligations(level: Level) -> list[Obligation]:
                 tags=("explore",),
                 kind=Kind.EXPLORED,
                 bounds=bounds.describe(),
+            )
+        )
+        out.append(
+            Obligation(
+                name=f"explore.{policy}.faults",
+                statement=(
+                    f"every reachable state ({faults.describe()}): under a fault in any "
+                    "policy hook an op reaches, the implementation re-raises it and "
+                    "changes nothing (all-or-nothing under faults)"
+                ),
+                check=_explore_check(faults, None),
+                negative=_explore_check(replace(control, faults=True), NoPolicyRollbackOnFault),
+                negative_statement=(
+                    "the explorer finds a manager that restores its own records but not "
+                    "its policy when a hook fails"
+                ),
+                tags=("explore", "faults"),
+                kind=Kind.EXPLORED,
+                bounds=faults.describe(),
             )
         )
     return out

@@ -12,12 +12,20 @@ changed nothing observable leaves them in use for the next op.
 
 Successor codes are filtered through the worker's own visited set before they are
 sent to the parent, which deduplicates globally.
+
+With `Bounds.faults` the alphabet also has faults: the implementation runs its
+policy's fault-injecting variant, and every op that succeeded on the model is made
+again with each policy hook it reached failing at call k (k = 1, 2), at the hook's
+entry and after its body; the implementation must re-raise the injected fault and
+end exactly in the state's snapshot. So all-or-nothing under faults is checked
+exhaustively at the bounds, not sampled.
 """
 
 from __future__ import annotations
 
 import math
 import pickle
+from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,12 +34,17 @@ from evictable.model.invariants import check_snapshot
 from evictable.model.manager import MODEL_POLICIES, ModelManager
 from evictable.model.types import ManagerSnapshot
 from evictable.proofs.explore.engine import Expansion, Found
-from evictable.proofs.explore.ops import Alphabet, invoke
+from evictable.proofs.explore.ops import Alphabet, Op, invoke
 from evictable.proofs.explore.state import Code, encode, mentioned_keys
 from evictable.proofs.explore.trace import Factory
 from evictable.proofs.lockstep.compare import diff, judge
+from evictable.proofs.lockstep.faults import PLAN, InjectedFault, fault_policy_name
 
-__all__ = ["Bounds", "Context", "ManagerSubject", "Payload"]
+__all__ = ["FAULT_CALLS", "Bounds", "Context", "ManagerSubject", "Payload"]
+
+FAULT_CALLS = 2
+"""With `Bounds.faults`: a fault is injected at each of the first this many calls of a
+hook an op reaches."""
 
 
 @dataclass(frozen=True)
@@ -45,12 +58,17 @@ class Bounds:
     batch: int = 2
     policy: str = "lru"
     events: int = 0
+    faults: bool = False
+    """Also inject a fault at call k (1, 2) of every hook an op reaches, at the hook's
+    entry and after its body (the implementation then runs its policy's
+    fault-injecting variant, `lockstep.faults`)."""
 
     def describe(self) -> str:
         ev = f"events<={self.events}" if self.events else "events off"
+        faults = " faults at call 1-2 of every hook" if self.faults else ""
         return (
             f"policy={self.policy} slots={self.slots} keys={self.keys} "
-            f"max_ref={self.max_ref} batch={self.batch} {ev}"
+            f"max_ref={self.max_ref} batch={self.batch} {ev}{faults}"
         )
 
     def check(self) -> None:
@@ -73,6 +91,12 @@ class Context:
     def __init__(self, bounds: Bounds, factory: Factory, canonical: bool) -> None:
         self.bounds = bounds
         self.factory = factory
+        self.impl_policy = bounds.policy
+        if bounds.faults:
+            faulty = fault_policy_name(bounds.policy)
+            if faulty is None:
+                raise ValueError(f"no fault-injecting variant of policy {bounds.policy!r}")
+            self.impl_policy = faulty
         self.canonical = canonical
         self.alphabet = Alphabet(bounds.keys, bounds.batch)
         self.ops = self.alphabet.ops
@@ -86,7 +110,7 @@ class Context:
     def fresh(self, path: Sequence[int]) -> tuple[ModelManager, Any]:
         b = self.bounds
         model = ModelManager(b.slots, b.policy, b.events > 0)
-        impl = self.factory(b.slots, b.policy, b.events > 0)
+        impl = self.factory(b.slots, self.impl_policy, b.events > 0)
         for i in path:
             invoke(model, self.ops[i])
             invoke(impl, self.ops[i])
@@ -168,12 +192,62 @@ def _state_failure(model: ModelManager, impl: Any) -> tuple[ManagerSnapshot, Any
     return m_pre, i_pre, None
 
 
+def _fault_failure(
+    impl: Any, fired: InjectedFault, ri: Any, i_pre: object, what: str
+) -> str | None:
+    """Why the implementation mishandled the injected fault `fired`, or None."""
+    if not ri.raised or ri.value is not fired:
+        return f"{what}: impl did not re-raise the injected fault: {ri.describe()}"
+    i_post, why = _post(impl)
+    if why is not None:
+        return f"{what}: {why}"
+    if i_post != i_pre:
+        return f"{what}: impl changed state although the call failed: {diff(i_pre, i_post)}"
+    return None
+
+
 Payload = tuple[tuple[int, ...], int]
 """A state as the explorer hands it around: (shortest path of op indexes, number of
 keys it mentions)."""
 
 
-class ManagerSubject(Context):
+class _Faults:
+    """The fault alphabet of one op (a mixin of `ManagerSubject`)."""
+
+    bounds: Bounds
+    fresh: Callable[[Sequence[int]], tuple[ModelManager, Any]]
+
+    def _faults(
+        self,
+        path: Sequence[int],
+        op: Op,
+        reached: Counter[str],
+        i_pre: object,
+        make_i: Callable[[], Any] | None,
+    ) -> str | None:
+        """Make `op` again with each hook it reached failing on its call 1 or 2, at the
+        hook's entry and after its body: the implementation must re-raise the fault
+        and end exactly in its pre-state (all-or-nothing under faults)."""
+        for hook, calls in sorted(reached.items()):
+            for k in range(1, min(calls, FAULT_CALLS) + 1):
+                for late in (False, True):
+                    impl = make_i() if make_i is not None else self.fresh(path)[1]
+                    PLAN.arm(hook, k, late)
+                    try:
+                        ri = invoke(impl, op)
+                    finally:
+                        fired = PLAN.disarm()
+                    if fired is None:
+                        continue  # the hook was reached fewer times this time
+                    when = " after its body" if late else ""
+                    what = f"with policy hook {hook!r} failing on call {k}{when}"
+                    why = _fault_failure(impl, fired, ri, i_pre, what)
+                    if why is not None:
+                        return why
+        return None
+
+
+class ManagerSubject(Context, _Faults):
     """The CPU manager as a subject of `explore.engine.search`: the model's states,
     the implementation stepped beside it on every edge."""
 
@@ -220,9 +294,18 @@ class ManagerSubject(Context):
                 wm, wi = (fm(), fi()) if fm and fi else self.fresh(path)
                 hist = []
             self.in_flight = oi
-            rm, ri = invoke(wm, op), invoke(wi, op)
+            rm = invoke(wm, op)
+            with PLAN.counting() as reached:
+                ri = invoke(wi, op)
             m_post = wm.snapshot()
             i_post, why = _post(wi)
+            if why is None and self.bounds.faults and not rm.raised and reached:
+                # Fault attempts run on copies of the state itself: their failure is
+                # this op's, whatever the working copies saw before.
+                faulted = self._faults(path, op, reached, i_pre, make_i)
+                if faulted is not None:
+                    out.found = Found(f"{op}: {faulted}", oi)
+                    return out
             self.in_flight = None
             out.edges += 1
             if why is None:

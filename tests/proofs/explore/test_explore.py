@@ -216,11 +216,20 @@ def test_obligations_are_proved_and_their_controls_caught(
     for policy in MODEL_POLICIES:
         tiny = replace(TINY, policy=policy)
         current = policies.profile(policy)
+        faulty = replace(tiny, faults=True)
         monkeypatch.setitem(
-            policies._PROFILES, policy, replace(current, explore={**current.explore, "quick": tiny})
+            policies._PROFILES,
+            policy,
+            replace(
+                current,
+                explore={**current.explore, "quick": tiny},
+                faults={**current.faults, "quick": faulty},
+            ),
         )
     obs = obligations("quick")
-    assert [ob.name for ob in obs] == [f"explore.{p}" for p in MODEL_POLICIES]
+    assert [ob.name for ob in obs] == [
+        name for p in MODEL_POLICIES for name in (f"explore.{p}", f"explore.{p}.faults")
+    ]
     for ob in obs:
         assert ob.negative is not None
         check, control = run_one(ob)
@@ -233,6 +242,29 @@ def test_every_level_has_bounds_for_every_policy() -> None:
     for level in ("quick", "default", "thorough"):
         for policy in policies.verified_policies():
             policies.profile(policy).explore[level].check()
+            assert policies.profile(policy).faults[level].faults
+
+
+def test_check_bounds_let_one_call_evict_several_blocks() -> None:
+    for policy in policies.verified_policies():
+        b = policies.profile(policy).check
+        assert b.keys >= b.slots + b.batch and b.batch >= 2
+
+
+def test_the_fault_alphabet_finds_a_manager_without_policy_rollback() -> None:
+    from evictable.proofs.controls.manager import NoPolicyRollbackOnFault
+
+    run = explore(replace(TINY, faults=True), NoPolicyRollbackOnFault, workers=1)
+    assert run.failure is not None and "failing on call" in run.failure.reason
+    assert len(run.failure.path) <= 2, run.summary()
+
+
+def test_the_fault_alphabet_holds_for_the_implementation() -> None:
+    for policy in MODEL_POLICIES:
+        run = explore(replace(TINY, policy=policy, faults=True), workers=1)
+        assert run.ok, run.summary()
+        plain = explore(replace(TINY, policy=policy), workers=1)
+        assert run.figures.states == plain.figures.states
 
 
 def test_a_policy_without_a_profile_is_an_error_not_a_skip(

@@ -23,6 +23,7 @@ GROUPS: tuple[str, ...] = (
     "evictable.proofs.z3.eviction",
     "evictable.proofs.explore.manager",
     "evictable.proofs.lockstep.conformance",
+    "evictable.proofs.lockstep.long_run",
     "evictable.proofs.z3.arc",
     "evictable.proofs.explore.arc",
     "evictable.proofs.z3.free_queue",

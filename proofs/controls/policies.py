@@ -7,10 +7,11 @@ that uses it in place of "lru" or "arc" (`bug.with_policy`).
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Set
 
 from evictable.impl.block import BlockStatus
-from evictable.impl.policies.arc import ARCCachePolicy
+from evictable.impl.policies.arc import ARCCachePolicy, _EligibleIndex
 from evictable.impl.policies.lru import LRUCachePolicy, link_last, unlink
 from evictable.model.types import Key
 from evictable.model.validate import touch_keys
@@ -48,6 +49,61 @@ class ForwardTouch(LRUCachePolicy):
                 _move_to_recent_end(self.ring, block)
 
 
+class TouchWithoutUnlink(LRUCachePolicy):
+    """`touch` re-links an evictable key at the most-recent end without unlinking it
+    first: the keys after it drop out of the list, and when the key already was the
+    most recent one it links to itself -- a walk of the list would circle forever."""
+
+    def touch(self, keys: Iterable[Key]) -> None:
+        for key in reversed(touch_keys(keys)):
+            block = self.blocks.get(key)
+            if block is not None and block.prev is not None:
+                link_last(self.ring, (block,))  # BUG: no unlink first
+
+
+class EvictionWrapsAround(LRUCachePolicy):
+    """`evict` treats the list as a circle: past the most recent key it starts again
+    at the least recent one until it has n victims -- when protected keys leave fewer
+    than n candidates, it never returns."""
+
+    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
+        ring = self.ring
+        if n == 0 or ring.next is ring:
+            return super().evict(n, protected)
+        chosen: list[BlockStatus] = []
+        block = ring.next
+        while len(chosen) < n:  # BUG: no bound on the walk
+            if block is ring:
+                block = ring.next
+                continue
+            if block is not None and block.key not in protected and block not in chosen:
+                chosen.append(block)
+            block = block.next if block is not None else ring
+        unlink(chosen)
+        for b in chosen:
+            del self.blocks[b.key]
+        return [(b.key, b) for b in chosen]
+
+
+class VictimsMostRecentFirst(LRUCachePolicy):
+    """`evict` picks the right victims but returns them most recent first (it stacked
+    them): their slots are freed, and their eviction reported, in the wrong order --
+    visible only when one call evicts several blocks."""
+
+    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
+        victims = super().evict(n, protected)
+        return None if victims is None else victims[::-1]  # BUG: reversed
+
+
+class CopyLosesRecency(LRUCachePolicy):
+    """A copy (pickle or `copy.deepcopy`) carries the evictable keys sorted instead of
+    in recency order: the copy evicts different keys than the original would."""
+
+    def __getstate__(self) -> tuple[int, dict[Key, BlockStatus], BlockStatus, list[Key]]:
+        capacity, blocks, ring, order = super().__getstate__()
+        return capacity, blocks, ring, sorted(order, key=repr)  # BUG: order lost
+
+
 def _move_to_recent_end(ring: BlockStatus, block: BlockStatus) -> None:
     """Unlink `block` if it is listed, then link it at the most-recent end."""
     if block.prev is not None:
@@ -70,6 +126,20 @@ POLICY_BUGS: tuple[SeededBug, ...] = (
         "forward_touch",
         ForwardTouch.__doc__ or "",
         with_policy("lru", "seeded-forward-touch", ForwardTouch),
+    ),
+    *(
+        SeededBug(
+            name,
+            cls.__doc__ or "",
+            with_policy("lru", f"seeded-{name.replace('_', '-')}", cls),
+            klass=klass,
+        )
+        for name, cls, klass in (
+            ("touch_without_unlink", TouchWithoutUnlink, "observation"),
+            ("eviction_wraps_around", EvictionWrapsAround, "observation"),
+            ("victims_most_recent_first", VictimsMostRecentFirst, "bounds"),
+            ("copy_loses_recency", CopyLosesRecency, "alphabet"),
+        )
     ),
 )
 
@@ -145,6 +215,39 @@ class B2HitGrowsTarget(ARCCachePolicy):
                 super().touch([key])
 
 
+class B1HitInvertedRatio(ARCCachePolicy):
+    """A ghost hit in B1 grows the target by max(1, |B1|/|B2|) instead of max(1,
+    |B2|/|B1|) (the ratio upside down): wrong only once both ghost lists are filled
+    and B1 is the longer one."""
+
+    def touch(self, keys: Iterable[Key]) -> None:
+        for key in reversed(list(keys)):
+            if key in self.b1 and self.b2:
+                step = max(1.0, len(self.b1) / len(self.b2))  # BUG: inverted ratio
+                self.target_t1_size = min(self.target_t1_size + step, float(self.cache_capacity))
+                self.b1.move_to_end(key)
+            else:
+                super().touch([key])
+
+
+class _CompactionKeepsGarbage(_EligibleIndex):
+    def _compact(self) -> None:
+        live = self.live
+        self.heap = [e for e in self.heap if live.get(e[2]) != e[1]]  # BUG: test inverted
+        heapq.heapify(self.heap)
+
+
+class CompactionKeepsGarbage(ARCCachePolicy):
+    """Compacting an idle index keeps the stale entries and drops the live ones (its
+    test is inverted): after the first compaction -- dozens of touches into a long
+    run -- the idle entries it held can no longer be evicted."""
+
+    def __init__(self, cache_capacity: int) -> None:
+        super().__init__(cache_capacity)
+        self._elig1 = _CompactionKeepsGarbage()
+        self._elig2 = _CompactionKeepsGarbage()
+
+
 def _first_idle(entries: dict[Key, BlockStatus], protected: Set[Key], taken: Set[Key]) -> Key:
     return next(
         (k for k, b in entries.items() if b.ref_cnt == 0 and k not in protected and k not in taken),
@@ -153,12 +256,24 @@ def _first_idle(entries: dict[Key, BlockStatus], protected: Set[Key], taken: Set
 
 
 ARC_BUGS: tuple[SeededBug, ...] = tuple(
-    SeededBug(name, cls.__doc__ or "", with_policy("arc", f"seeded-arc-{name}", cls))
+    SeededBug(name, cls.__doc__ or "", with_policy("arc", f"seeded-arc-{name}", cls), policy="arc")
     for name, cls in (
         ("no_t1_fallback", NoT1Fallback),
         ("touch_promotes_pending", TouchPromotesPending),
         ("ghosts_never_trimmed", GhostsNeverTrimmed),
         ("evictable_moves_to_mru", EvictableMovesToMru),
         ("b2_hit_grows_target", B2HitGrowsTarget),
+    )
+) + tuple(
+    SeededBug(
+        name,
+        cls.__doc__ or "",
+        with_policy("arc", f"seeded-arc-{name}", cls),
+        policy="arc",
+        klass="arc",
+    )
+    for name, cls in (
+        ("b1_hit_inverted_ratio", B1HitInvertedRatio),
+        ("compaction_keeps_garbage", CompactionKeepsGarbage),
     )
 )

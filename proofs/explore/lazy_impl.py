@@ -100,11 +100,10 @@ class LockstepSubject:
         return key(m), (m, ImplSide(self.bounds, self.scanner_cls), ())
 
     def expand(self, payload: Payload) -> Expansion[Payload, Action]:
+        self.in_flight = None  # left set when an edge hangs: the engine reports it
+        out = self._expand(payload)
         self.in_flight = None
-        try:
-            return self._expand(payload)
-        finally:
-            self.in_flight = None
+        return out
 
     def _expand(self, payload: Payload) -> Expansion[Payload, Action]:
         m, impl, path = payload

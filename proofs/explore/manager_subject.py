@@ -264,11 +264,10 @@ class ManagerSubject(Context, _Faults):
 
     def expand(self, payload: Payload) -> Expansion[Payload, int]:
         """Check the state reached by the payload's path and every edge out of it."""
+        self.in_flight = None  # left set when an edge hangs: the engine reports it
+        out = self._expand(payload)
         self.in_flight = None
-        try:
-            return self._expand(payload)
-        finally:
-            self.in_flight = None
+        return out
 
     def _expand(self, payload: Payload) -> Expansion[Payload, int]:
         path = payload[0]

@@ -97,11 +97,10 @@ class ReplaySubject(ABC, Generic[W, A]):
 
     def expand(self, path: Path[A]) -> Expansion[Path[A], A]:
         """Check the state reached by `path` and every action out of it."""
+        self.in_flight = None  # left set when an edge hangs: the engine reports it
+        out = self._expand(path)
         self.in_flight = None
-        try:
-            return self._expand(path)
-        finally:
-            self.in_flight = None
+        return out
 
     def _expand(self, path: Path[A]) -> Expansion[Path[A], A]:
         out: Expansion[Path[A], A] = Expansion()

@@ -104,12 +104,14 @@ def apply_copy(lock: LockStep, action: Copy) -> None:
     label = lock._begin(action) + f" (copy.{action.how} round trip)"
     _, impl, _, i_before = lock._sides()
     text = "copy.deepcopy(m)" if action.how == "deepcopy" else "pickle.loads(pickle.dumps(m))"
+    lock.trace.append(
+        f"m = {text}  # the copy must equal m and be independent of it; the run goes on with it"
+    )
 
     def make(what: str) -> Any:
         try:
             return roundtrip(impl, action.how)
         except Exception as exc:
-            lock.trace.append(f"m2 = {text}  # raises {type(exc).__name__}: {exc}")
             lock._fail(f"{label}: {what} raised {type(exc).__name__}: {exc}")
 
     def same(other: Any, what: str) -> None:
@@ -135,7 +137,6 @@ def apply_copy(lock: LockStep, action: Copy) -> None:
     if _observe(lock, second, label, "the copy") != i_before:
         lock._fail(f"{label}: changing the original changed its copy (the copy shares state)")
     lock.stats.outcomes[f"copy:{action.how}"] += 1
-    lock.trace.append(f"m = {text}  # the run continues on the copy")
     lock.impl = second
     lock._check_after(label)
 

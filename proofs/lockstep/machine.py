@@ -37,7 +37,7 @@ from evictable.proofs.lockstep.manager import (
     Step,
 )
 
-__all__ = ["MAX_BLOCKS", "UNKNOWN_POLICY", "build_machine"]
+__all__ = ["MAX_BLOCKS", "NUM_BLOCKS", "UNKNOWN_POLICY", "build_machine"]
 
 MAX_BLOCKS = 6
 """Largest `num_blocks` tried: small, so that eviction and `None` happen often."""
@@ -53,7 +53,7 @@ _PICKS = {
 """Key picks, one strategy per list size, one draw per key: a pick names a preferred key
 (modulo their number) -- in mixed mode only when below len(KEYS), else a pool key."""
 
-_NUM_BLOCKS = st.sampled_from((3, 2, 4, 1, 5, 6, 0))
+NUM_BLOCKS = st.sampled_from((3, 2, 4, 1, 5, 6, 0))
 """Simplest first: 3 blocks (room to store, and eviction soon); 0 blocks comes last."""
 _HOOK_FAULTS = tuple(h for h in HOOKS if h not in ("insert", "evict"))
 _COIN = st.booleans()
@@ -134,7 +134,7 @@ class _Machine(RuleBasedStateMachine):
 
     # ------------------------------------------------------------ set-up
 
-    @initialize(num_blocks=_NUM_BLOCKS, events=st.booleans(), faulty=st.booleans())
+    @initialize(num_blocks=NUM_BLOCKS, events=st.booleans(), faulty=st.booleans())
     def start(self, num_blocks: int, events: bool, faulty: bool) -> None:
         self.lock.apply(Start(num_blocks, events, faulty))
 

@@ -327,19 +327,26 @@ def test_canonical_form_is_invariant_under_key_renaming(
         assert code1 == code2 and [pi[k] for k in keys1] == keys2
 
 
-LRU_BUG_BOUNDS = Bounds(slots=2, keys=3, max_ref=2, batch=2, events=1)
-ARC_BUG_BOUNDS = Bounds(slots=2, keys=4, max_ref=1, batch=2, policy="arc")
+LEFT_TO_THE_OTHER_ENGINES: dict[str, str] = {
+    "copy_shares_slots": "the explorer makes no copies (the conformance engine does)",
+    "b1_hit_inverted_ratio": "needs three ghosts besides the residents: more keys than "
+    "the check bounds have",
+    "compaction_keeps_garbage": "a heap is compacted only after dozens of stale entries",
+}
+"""The seeded CPU bugs the explorer is not expected to catch at the `check` bounds, and
+why (the conformance engine and the long run catch them: tests/proofs/controls)."""
+
 EXPLORABLE_BUGS = [
-    *((bug, LRU_BUG_BOUNDS) for bug in SEEDED_BUGS if not bug.faults),
-    *((bug, ARC_BUG_BOUNDS) for bug in ARC_BUGS if not bug.faults),
+    (bug, replace(policies.profile(bug.policy).check, faults=bug.faults))
+    for bug in (*SEEDED_BUGS, *ARC_BUGS)
+    if bug.name not in LEFT_TO_THE_OTHER_ENGINES
 ]
 
 
-def test_only_fault_injection_bugs_are_left_to_the_conformance_engine() -> None:
-    """The explorer injects no policy faults; every other seeded bug is its job too."""
-    left = [bug.name for bug in (*SEEDED_BUGS, *ARC_BUGS) if bug.faults]
-    assert len(EXPLORABLE_BUGS) + len(left) == len(SEEDED_BUGS) + len(ARC_BUGS)
-    assert len(EXPLORABLE_BUGS) >= 12
+def test_only_a_few_bugs_are_left_to_the_other_engines() -> None:
+    names = {bug.name for bug in (*SEEDED_BUGS, *ARC_BUGS)}
+    assert set(LEFT_TO_THE_OTHER_ENGINES) <= names
+    assert len(EXPLORABLE_BUGS) >= 20
 
 
 @pytest.mark.parametrize(
@@ -348,7 +355,7 @@ def test_only_fault_injection_bugs_are_left_to_the_conformance_engine() -> None:
 def test_finds_every_seeded_bug_with_a_short_trace(bug: SeededBug, bounds: Bounds) -> None:
     run = explore(bounds, bug.factory, workers=1)
     assert run.failure is not None, f"{bug.name} survived {run.figures.line()}"
-    assert len(run.failure.path) + 1 <= 6
+    assert len(run.failure.path) + 1 <= 8
     assert "shortest trace" in run.failure.text()
 
 

@@ -307,7 +307,7 @@ def cmd_check(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     fields = {
         "spec": args.spec,
         "policy": args.policy,
-        "seed": args.seed,
+        "seed": record.seed,
         "verdict": "rejected" if failures else "conforms",
         "conformance": {
             "status": record.status,

@@ -62,12 +62,15 @@ class ArcRules:
         return [k for k in KEYS if k not in known]
 
     def _store_commit(self, count: int) -> None:
-        """Store and commit `count` never-seen keys, one call each (each evicts once the
-        cache is full, so each leaves a ghost)."""
-        for key in self._absent()[:count]:
-            self.lock.apply(Step(Call.keys("prepare_store", [key])))
-            if key in self.lock.keys_in(CpuState.PENDING):
-                self.lock.apply(Step(Call.keys("complete_store", [key])))
+        """Store and commit `count` never-seen keys in one call each (once the cache is
+        full, each key stored evicts one and leaves a ghost)."""
+        keys = self._absent()[:count]
+        if not keys:
+            return
+        self.lock.apply(Step(Call.keys("prepare_store", keys)))
+        pending = [k for k in keys if k in self.lock.keys_in(CpuState.PENDING)]
+        if pending:
+            self.lock.apply(Step(Call.keys("complete_store", pending)))
 
     def ghost_hits(self, data: st.DataObject) -> None:
         """Overflow the cache (ghosts in B1), promote a T1 key to T2 and overflow again
@@ -76,11 +79,12 @@ class ArcRules:
         n = self.lock.model.num_blocks if self.lock.model is not None else 0
         if n == 0:
             return
-        self._store_commit(n + 1 + data.draw(_EXTRA))
+        self._store_commit(n)  # full
         arc = self._arc()
         if arc is not None and arc.t1:
-            self.lock.apply(Step(Call.keys("touch", [arc.t1[-1]])))
-            self._store_commit(n + data.draw(_EXTRA))
+            self.lock.apply(Step(Call.keys("touch", [arc.t1[-1]])))  # one key in T2
+        for _ in range(2 + data.draw(_EXTRA)):  # evictions, from T1 and then T2
+            self._store_commit(max(1, n // 2))
         arc = self._arc()
         if arc is not None:
             hits = [

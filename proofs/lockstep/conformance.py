@@ -22,6 +22,7 @@ step it compares results, errors and snapshots (DESIGN.md §7).
 
 from __future__ import annotations
 
+import random
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -145,6 +146,8 @@ class ConformanceRecord:
     faults_fired: int = 0
     outcomes: tuple[tuple[str, int], ...] = ()
     """What the model answered during the run, by kind, with counts (sorted)."""
+    seed: int | None = None
+    """The seed the run used (drawn afresh when none was asked for): it reproduces it."""
 
     @property
     def ok(self) -> bool:
@@ -163,6 +166,8 @@ class ConformanceRecord:
                 f"; first divergence in example {self.first_failure_example} "
                 f"after {self.first_failure_steps} steps"
             )
+        if self.status == "failed" and self.seed is not None:
+            head += f" (seed {self.seed} reproduces it)"
         return "\n".join(x for x in (head, self.reason, self.trace) if x)
 
     def coverage(self) -> str:
@@ -254,7 +259,8 @@ def run_conformance(
 ) -> ConformanceRecord:
     """Run the engine without pytest: `examples` runs of up to `steps` steps each.
 
-    `seed` None draws fresh randomness; an int makes the run reproducible. The run
+    `seed` None draws a fresh seed (recorded in the record and printed with a
+    failure, so the run can be reproduced); an int makes the run reproducible. The run
     stops at the first divergence, whose trace is then shrunk by replay (for at most
     `shrink_budget_s` seconds). Never raises for a broken factory or adapter: that
     is reported as status "error".
@@ -266,8 +272,9 @@ def run_conformance(
         machine = make_machine(factory, policy, inject_faults)
     except ValueError as exc:
         return _error(policy, examples, steps, str(exc))
-    if seed is not None:
-        machine = hypothesis_seed(seed)(machine)
+    if seed is None:  # fresh randomness, but a seed that can be printed and re-run
+        seed = random.SystemRandom().randrange(2**32)
+    machine = hypothesis_seed(seed)(machine)
     stats = machine.stats  # type: ignore[attr-defined]
     faults = machine.fault_policy is not None  # type: ignore[attr-defined]
     # Shrinking is done by replay, below.
@@ -312,6 +319,7 @@ def run_conformance(
         stats.first_failure_total_steps,
         stats.faults_fired,
         tuple(sorted(stats.outcomes.items())),
+        seed,
     )
 
 

@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: all test verify lint typecheck docs bench clean
+.PHONY: all test verify lint typecheck docs bench soak mutate clean
 
 all: test
 
@@ -34,6 +34,15 @@ docs: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/evictable bench
+
+# The soak profile: 10^6 mixed steps per policy, invariants checked, memory flat.
+soak: $(STAMP)
+	EVICTABLE_SOAK=1 nice $(BIN)/python -m pytest -q -s tests/soak
+
+# Mutation testing of impl/ with the engines as the kill command (CPU-heavy: niced,
+# two mutants at a time). MUTATE_ARGS="--sample 100" for a quick look.
+mutate: $(STAMP)
+	nice $(BIN)/python -m tools.mutate $(MUTATE_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -174,7 +174,7 @@ register_profile(
         rules=ArcRules,
         long_run=(5000, 5, 4),
         faults={
-            "quick": Bounds(slots=2, keys=2, max_ref=1, batch=2, policy="arc", faults=True),
+            "quick": Bounds(slots=1, keys=2, max_ref=1, batch=2, policy="arc", faults=True),
             "default": Bounds(slots=2, keys=3, max_ref=1, batch=2, policy="arc", faults=True),
             "thorough": Bounds(
                 slots=2, keys=3, max_ref=2, batch=2, policy="arc", events=1, faults=True

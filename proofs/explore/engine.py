@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import multiprocessing
 import time
+from collections import Counter
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
@@ -61,6 +62,8 @@ class Expansion(Generic[P, L]):
     found: Found[L] | None = None
     pruned: int = 0
     """Successors checked but deliberately not expanded (outside a bound)."""
+    notes: Counter[str] = field(default_factory=Counter)
+    """What the subject counted while expanding (summed into `Result.notes`)."""
 
 
 class Subject(Protocol[P, L]):
@@ -96,6 +99,8 @@ class Result(Generic[L]):
     stand for several concrete states, under a symmetry, says how many; default 1)."""
     parents: tuple[tuple[int, L | None], ...] = field(repr=False, compare=False)
     """Per visited state, in discovery order: (parent id, label); the root's is (-1, None)."""
+    notes: Counter[str] = field(default_factory=Counter, compare=False)
+    """The subject's counts over every expansion (evidence the search was not vacuous)."""
 
     @property
     def ok(self) -> bool:
@@ -182,6 +187,7 @@ def search(
     weigh = getattr(subject, "weight", None) or (lambda _payload: 1)
     weight = weigh(root_payload)
     found: tuple[int, Found[L]] | None = None
+    notes: Counter[str] = Counter()
     complete = True
     timed_out = False
     pool = None
@@ -204,6 +210,7 @@ def search(
             for sid, exp in expansions:
                 transitions += exp.edges
                 pruned += exp.pruned
+                notes.update(exp.notes)
                 if exp.found is not None:
                     if found is None or _length(parents, sid, exp.found) < _length(
                         parents, found[0], found[1]
@@ -248,6 +255,7 @@ def search(
         path,
         weight,
         tuple(parents),
+        notes,
     )
 
 

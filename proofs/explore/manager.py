@@ -38,6 +38,7 @@ from evictable.proofs.explore.engine import Result, search
 from evictable.proofs.explore.manager_subject import Bounds, Context, ManagerSubject
 from evictable.proofs.explore.ops import Op
 from evictable.proofs.explore.trace import Factory, render_snippet
+from evictable.proofs.lockstep.faults import HOOKS
 from evictable.proofs.obligations import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.policies import profile, verified_policies
 from evictable.proofs.registry import Level
@@ -109,6 +110,9 @@ class Exploration:
     parents: tuple[tuple[int, int], ...] = field(default=(), compare=False, repr=False)
     """Per visited state, in discovery (breadth-first) order: (parent id, op index);
     the initial state is (-1, -1)."""
+    unfaulted: tuple[str, ...] = ()
+    """With `Bounds.faults`: the policy hooks no fault was ever injected into (the
+    fault alphabet was vacuous for them, so the run proves nothing about them)."""
 
     def paths(self) -> list[tuple[int, ...]]:
         """A shortest path of op indexes (into `Alphabet.ops`) to every visited state,
@@ -120,12 +124,14 @@ class Exploration:
 
     @property
     def ok(self) -> bool:
-        return self.failure is None and self.figures.complete
+        return self.failure is None and self.figures.complete and not self.unfaulted
 
     def summary(self) -> str:
         sym = "canonical" if self.canonical else "no canonicalisation"
         head = f"explore {self.bounds.describe()} ({sym}, {self.workers} workers): "
         verdict = "OK" if self.ok else "FAILED" if self.failure else "INCOMPLETE"
+        if self.unfaulted and self.failure is None and self.figures.complete:
+            verdict = f"VACUOUS: no fault ever injected into {', '.join(self.unfaulted)}"
         out = head + self.figures.line() + f" -> {verdict}"
         if self.failure is not None:
             out += "\n" + self.failure.text()
@@ -163,7 +169,10 @@ def explore(
     )
     failure = _failure(subject, run) if run.found is not None else None
     parents = tuple((pid, -1 if label is None else label) for pid, label in run.parents)
-    return Exploration(bounds, canonical, workers, figures, failure, parents)
+    unfaulted: tuple[str, ...] = ()
+    if bounds.faults and failure is None:
+        unfaulted = tuple(h for h in HOOKS if not run.notes[f"fault:{h}"])
+    return Exploration(bounds, canonical, workers, figures, failure, parents, unfaulted)
 
 
 def _failure(ctx: Context, run: Result[int]) -> Failure:
@@ -189,7 +198,7 @@ CONTROL_BOUNDS = Bounds(slots=2, keys=2, max_ref=1, batch=2)
 def _outcome(run: Exploration) -> Outcome:
     if run.failure is not None:
         return refuted(run.summary())
-    if not run.figures.complete:
+    if not run.figures.complete or run.unfaulted:
         return Outcome(Status.UNKNOWN, run.summary())
     return proved(run.figures.line())
 

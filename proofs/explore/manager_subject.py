@@ -224,6 +224,7 @@ class _Faults:
         reached: Counter[str],
         i_pre: object,
         make_i: Callable[[], Any] | None,
+        notes: Counter[str],
     ) -> str | None:
         """Make `op` again with each hook it reached failing on its call 1 or 2, at the
         hook's entry and after its body: the implementation must re-raise the fault
@@ -239,6 +240,7 @@ class _Faults:
                         fired = PLAN.disarm()
                     if fired is None:
                         continue  # the hook was reached fewer times this time
+                    notes[f"fault:{hook}"] += 1
                     when = " after its body" if late else ""
                     what = f"with policy hook {hook!r} failing on call {k}{when}"
                     why = _fault_failure(impl, fired, ri, i_pre, what)
@@ -301,7 +303,7 @@ class ManagerSubject(Context, _Faults):
             if why is None and self.bounds.faults and not rm.raised and reached:
                 # Fault attempts run on copies of the state itself: their failure is
                 # this op's, whatever the working copies saw before.
-                faulted = self._faults(path, op, reached, i_pre, make_i)
+                faulted = self._faults(path, op, reached, i_pre, make_i, out.notes)
                 if faulted is not None:
                     out.found = Found(f"{op}: {faulted}", oi)
                     return out

@@ -42,6 +42,7 @@ from evictable.model.types import (
     PrepareStoreOutput,
 )
 from evictable.proofs.controls.manager import key_by_key
+from evictable.proofs.lockstep.copies import MODES, copy_modes
 from evictable.proofs.lockstep.faults import PLAN, fault_policy_name
 from evictable.proofs.lockstep.inputs import KEYS
 from evictable.proofs.lockstep.machine import build_machine
@@ -206,13 +207,20 @@ def make_machine(
     factory: AdapterFactory,
     policy: str = "lru",
     inject_faults: bool | None = None,
+    require_copies: bool = False,
 ) -> type[RuleBasedStateMachine]:
     """A lock-step machine class bound to `factory` and `policy`.
 
     `inject_faults`: True (required: raises ValueError if the factory does not build
     its policy through `impl.policies.factory`), False, or None (use when possible).
+    `require_copies`: raise ValueError unless the adapters survive every copy round
+    trip (`lockstep.copies`; otherwise the copy rule uses the modes that work).
     Use `make_machine(...).TestCase` as a pytest test class.
     """
+    if require_copies:
+        missing = [how for how in MODES if how not in copy_modes(factory, policy)]
+        if missing:
+            raise ValueError(f"the adapters do not survive a {'/'.join(missing)} round trip")
     if policy not in MODEL_POLICIES:
         raise ValueError(f"the model has no policy {policy!r}; known: {sorted(MODEL_POLICIES)}")
     faults = False
@@ -256,6 +264,7 @@ def run_conformance(
     seed: int | None = None,
     inject_faults: bool | None = None,
     shrink_budget_s: float = 20.0,
+    require_copies: bool = False,
 ) -> ConformanceRecord:
     """Run the engine without pytest: `examples` runs of up to `steps` steps each.
 
@@ -269,7 +278,7 @@ def run_conformance(
     if why:
         return _error(policy, examples, steps, why)
     try:
-        machine = make_machine(factory, policy, inject_faults)
+        machine = make_machine(factory, policy, inject_faults, require_copies)
     except ValueError as exc:
         return _error(policy, examples, steps, str(exc))
     if seed is None:  # fresh randomness, but a seed that can be printed and re-run
@@ -339,7 +348,9 @@ def _check(
         factory = _impl_factory()
         if broken:
             factory = key_by_key(factory, "prepare_load")
-        record = run_conformance(factory, policy, examples, steps, seed, inject_faults=not broken)
+        record = run_conformance(
+            factory, policy, examples, steps, seed, inject_faults=not broken, require_copies=True
+        )
         return record.outcome()
 
     return run

@@ -33,6 +33,9 @@ __all__ = ["PoolFactory", "ScannerFactory", "lazy_machine"]
 
 HASHES = ("h0", "h1", "h2", "h3")
 
+CAPACITY_SOURCES = ("callable", "int", "none")
+"""How the scanner is given its CPU capacity (see `setup`)."""
+
 PoolFactory = Callable[[int], Any]
 """`num_blocks -> pool` (block 0 is the null block)."""
 ScannerFactory = Callable[[Any, int, Callable[[], Any]], Any]
@@ -54,16 +57,24 @@ class _LazyMachine(LockStep):
     @initialize(
         num_blocks=st.integers(min_value=2, max_value=7),
         window=st.integers(min_value=1, max_value=3),
+        source=st.sampled_from(CAPACITY_SOURCES),
+        fixed=st.integers(min_value=0, max_value=3),
     )
-    def setup(self, num_blocks: int, window: int) -> None:
+    def setup(self, num_blocks: int, window: int, source: str, fixed: int) -> None:
+        """The scanner's CPU capacity is read from a callable at every step (the
+        drawn capacity of each `step`), fixed as an int, or None (no limit)."""
         cls = type(self)
         self.model = ModelLazyOffload(ModelBlockPool(num_blocks), window)
         self.capacity: Any = 0
+        self.source = source
+        self.fixed = fixed if source == "int" else num_blocks
         self.impl_pool = cls.pool_factory(num_blocks)
-        self.scanner = cls.scanner_factory(self.impl_pool, window, lambda: self.capacity)
+        given: Any = {"callable": lambda: self.capacity, "int": fixed, "none": None}[source]
+        self.scanner = cls.scanner_factory(self.impl_pool, window, given)
         self.n = num_blocks
+        shown = {"callable": "capacity", "int": repr(fixed), "none": "None"}[source]
         self.trace.append(
-            f"pool = factory({num_blocks}); scanner = factory(pool, {window}, capacity)"
+            f"pool = factory({num_blocks}); scanner = factory(pool, {window}, {shown})"
         )
 
     # ------------------------------------------------------------ helpers
@@ -182,12 +193,33 @@ class _LazyMachine(LockStep):
     @rule(capacity=st.integers(min_value=0, max_value=3))
     def step(self, capacity: int) -> None:
         self.capacity = capacity
+        if self.source != "callable":
+            capacity = self.fixed  # the scanner's own capacity (None: the pool's size)
         self._same(
             f"scanner.step()  # capacity {capacity!r}",
             lambda: self.model.step(capacity),
             self.scanner.step,
         )
 
+    @rule(h=st.sampled_from(HASHES))
+    def queries(self, h: str) -> None:
+        """The scanner's queries, against what the model's state says."""
+        model, scanner = self.model, self.scanner
+        self._same(
+            f"scanner.is_offloaded({h!r})",
+            lambda: h in model.offloaded,
+            lambda: scanner.is_offloaded(h),
+        )
+        self._same(
+            "scanner.num_in_flight", lambda: len(model.in_flight), lambda: scanner.num_in_flight
+        )
+        self._same(
+            "scanner.in_flight_blocks()",
+            lambda: [int(b) for b in model.in_flight],
+            scanner.in_flight_blocks,
+        )
+
+    @precondition(lambda self: self.source == "callable")
     @rule(capacity=st.sampled_from([-1, "2", None]))
     def step_with_bad_capacity(self, capacity: Any) -> None:
         self.capacity = capacity

@@ -45,7 +45,9 @@ def _conformance(policy: str) -> Callable[[], str | None]:
         from evictable.impl.manager import CPUOffloadingManager
         from evictable.proofs.lockstep.conformance import run_conformance
 
-        rec = run_conformance(CPUOffloadingManager, policy, 60, 30, seed=0, shrink_budget_s=0.5)
+        rec = run_conformance(
+            CPUOffloadingManager, policy, 60, 30, seed=0, shrink_budget_s=0.5, require_copies=True
+        )
         return (
             None if rec.ok else f"{rec.status}: {rec.reason.splitlines()[0] if rec.reason else ''}"
         )

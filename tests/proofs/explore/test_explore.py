@@ -32,6 +32,8 @@ from evictable.proofs.explore.state import encode
 from evictable.proofs.obligations import Status, run_one
 
 TINY = Bounds(slots=2, keys=2, max_ref=1, batch=2)
+TINY_FAULTS = Bounds(slots=1, keys=2, max_ref=1, batch=2, faults=True)
+"""The smallest bounds where every policy hook is reached (one slot: evictions)."""
 SMALL = Bounds(slots=2, keys=3, max_ref=2, batch=2)
 
 
@@ -216,7 +218,7 @@ def test_obligations_are_proved_and_their_controls_caught(
     for policy in MODEL_POLICIES:
         tiny = replace(TINY, policy=policy)
         current = policies.profile(policy)
-        faulty = replace(tiny, faults=True)
+        faulty = replace(TINY_FAULTS, policy=policy)
         monkeypatch.setitem(
             policies._PROFILES,
             policy,
@@ -254,17 +256,23 @@ def test_check_bounds_let_one_call_evict_several_blocks() -> None:
 def test_the_fault_alphabet_finds_a_manager_without_policy_rollback() -> None:
     from evictable.proofs.controls.manager import NoPolicyRollbackOnFault
 
-    run = explore(replace(TINY, faults=True), NoPolicyRollbackOnFault, workers=1)
+    run = explore(TINY_FAULTS, NoPolicyRollbackOnFault, workers=1)
     assert run.failure is not None and "failing on call" in run.failure.reason
     assert len(run.failure.path) <= 2, run.summary()
 
 
 def test_the_fault_alphabet_holds_for_the_implementation() -> None:
     for policy in MODEL_POLICIES:
-        run = explore(replace(TINY, policy=policy, faults=True), workers=1)
+        run = explore(replace(TINY_FAULTS, policy=policy), workers=1)
         assert run.ok, run.summary()
-        plain = explore(replace(TINY, policy=policy), workers=1)
+        plain = explore(replace(TINY_FAULTS, policy=policy, faults=False), workers=1)
         assert run.figures.states == plain.figures.states
+
+
+def test_a_fault_alphabet_that_never_reaches_a_hook_is_vacuous() -> None:
+    run = explore(replace(TINY, policy="arc", faults=True), workers=1)  # 2 keys, 2 slots
+    assert run.failure is None and run.unfaulted == ("evict",) and not run.ok
+    assert "VACUOUS" in run.summary()
 
 
 def test_a_policy_without_a_profile_is_an_error_not_a_skip(

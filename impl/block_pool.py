@@ -21,7 +21,7 @@ from evictable.model.errors import (
     InvalidArgumentError,
     InvariantViolationError,
 )
-from evictable.model.free_queue import repeated, require_count
+from evictable.model.free_queue import repeated
 from evictable.model.lifecycle import GPU_MACHINE, GpuEvent, GpuState, Phase, rejection_error
 
 __all__ = ["BlockPool"]
@@ -96,10 +96,7 @@ class BlockPool:
         Post: each returned block has ref_cnt 1 and no hash (its cache entry evicted).
         Complexity: O(n).
         """
-        free = self.free_block_queue.num_free_blocks
-        if type(n) is not int or n < 0 or n > free:
-            require_count(n, free)
-        out = self.free_block_queue.popleft_n(n)
+        out = self.free_block_queue.popleft_n(n)  # validates `n` (`require_count`) first
         for b in out:
             if b.block_hash is not None:
                 self._evict_hash(b)

@@ -221,8 +221,7 @@ class FreeKVCacheBlockQueue:
         num_free_blocks (else `InsufficientFreeBlocksError`).
         Complexity: O(n).
         """
-        if type(n) is not int or n < 0 or n > self.num_free_blocks:
-            require_count(n, self.num_free_blocks)
+        require_count(n, self.num_free_blocks)
         if n == 0:
             return []
         head = self.fake_free_list_head

@@ -79,10 +79,15 @@ def load_equivalents() -> dict[str, str]:
     return out
 
 
+SOURCES: dict[str, str] = {}
+"""Each mutated file's text as enumerated (children mutate exactly this text)."""
+
+
 def all_mutants(files: list[str], oracle: bool) -> list[Mutant]:
     out = []
     for path in files:
-        for site in sites((ROOT / path).read_text()):
+        SOURCES[path] = (ROOT / path).read_text()
+        for site in sites(SOURCES[path]):
             if oracle or not site.oracle:
                 out.append(Mutant(path, site))
     return out
@@ -117,8 +122,7 @@ class _Served(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 def _child(mutant: Mutant, out_fd: int) -> None:
     os.nice(5)
-    source = (ROOT / mutant.path).read_text()
-    tree = mutate(source, mutant.site.index)
+    tree = mutate(SOURCES[mutant.path], mutant.site.index)
     code = compile(tree, str(ROOT / mutant.path), "exec")
     sys.meta_path.insert(0, _Served(_module_name(mutant.path), code, str(ROOT / mutant.path)))
     from tools.mutate.kill import kill

@@ -253,6 +253,16 @@ def test_check_bounds_let_one_call_evict_several_blocks() -> None:
         assert b.keys >= b.slots + b.batch and b.batch >= 2
 
 
+def test_victim_order_is_visible_at_the_check_bounds_only() -> None:
+    from evictable.proofs.controls.catalogue import by_name
+
+    bug = by_name("victims_most_recent_first")
+    check = policies.profile("lru").check
+    assert explore(replace(check, keys=check.slots + 1), bug.factory, workers=1).failure is None
+    found = explore(check, bug.factory, workers=1).failure
+    assert found is not None and found.op is not None and found.op.method == "prepare_store"
+
+
 def test_the_fault_alphabet_finds_a_manager_without_policy_rollback() -> None:
     from evictable.proofs.controls.manager import NoPolicyRollbackOnFault
 

@@ -24,7 +24,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from evictable.impl.block_pool import BlockPool
 from evictable.impl.lazy_offload import LazyOffloadScanner
 from evictable.model.block_pool import ModelBlockPool, check_pool_snapshot
-from evictable.model.lazy_offload import ModelLazyOffload, check_scan
+from evictable.model.lazy_offload import ModelLazyOffload, check_scan, require_capacity
 from evictable.model.types import BlockId
 from evictable.proofs.lockstep.compare import Reply, describe, diff, invoke
 from evictable.proofs.lockstep.gpu import LockStep, keep_message
@@ -32,6 +32,19 @@ from evictable.proofs.lockstep.gpu import LockStep, keep_message
 __all__ = ["PoolFactory", "ScannerFactory", "lazy_machine"]
 
 HASHES = ("h0", "h1", "h2", "h3")
+
+BAD_SCANNERS: tuple[tuple[bool, Any, Any], ...] = (
+    (False, 1, None),
+    (True, 0, None),
+    (True, -1, None),
+    (True, True, None),
+    (True, 1.5, None),
+    (True, "2", None),
+    (True, 1, -1),
+    (True, 1, True),
+    (True, 1, "2"),
+)
+"""(a real pool?, window, capacity) for scanners both sides must refuse."""
 
 CAPACITY_SOURCES = ("callable", "int", "none")
 """How the scanner is given its CPU capacity (see `setup`)."""
@@ -247,6 +260,21 @@ class _LazyMachine(LockStep):
                 lambda: self.scanner.abort(self._blocks(ids)),
             )
 
+    @rule(ok=st.booleans(), which=st.integers(0, 2))
+    def finish_malformed(self, ok: bool, which: int) -> None:
+        """complete/abort with an argument of the wrong shape: a list holding a non-block,
+        a set, a lone block. Both sides refuse it (`InvalidArgumentError`)."""
+        model_arg: Any = (["x"], {1}, 1)[which]
+        impl_arg: Any = (["x"], {self.impl_pool.blocks[1]}, self.impl_pool.blocks[1])[which]
+        name = "complete" if ok else "abort"
+        out = self._same(
+            f"scanner.{name}({model_arg!r})  # malformed",
+            lambda: getattr(self.model, name)(model_arg),
+            lambda: getattr(self.scanner, name)(impl_arg),
+        )
+        if not out.raised:
+            self.fail(f"scanner.{name}({model_arg!r}) was accepted")
+
     @rule(data=st.data(), ok=st.booleans())
     def finish_bad(self, data: st.DataObject, ok: bool) -> None:
         """A block not in flight, or one listed twice: the same error, nothing changed."""
@@ -261,6 +289,28 @@ class _LazyMachine(LockStep):
         )
         if not out.raised:
             self.fail(f"finishing {ids} (not in flight or listed twice) was accepted")
+
+    @rule(which=st.integers(0, len(BAD_SCANNERS) - 1))
+    def construct_bad(self, which: int) -> None:
+        """A scanner built with a bad pool, window or capacity: both sides refuse it
+        (the model checks the capacity at the step that reads it, so the model side
+        is its constructor and its capacity check)."""
+        pool, window, capacity = BAD_SCANNERS[which]
+        model_pool = self.model.pool if pool else None
+        impl_pool = self.impl_pool if pool else None
+
+        def model() -> None:
+            ModelLazyOffload(model_pool, window)  # type: ignore[arg-type]
+            if capacity is not None:
+                require_capacity(capacity)
+
+        out = self._same(
+            f"factory({'pool' if pool else 'None'}, {window!r}, {capacity!r})",
+            model,
+            lambda: type(self).scanner_factory(impl_pool, window, capacity) and None,
+        )
+        if not out.raised:
+            self.fail("a scanner with a bad pool, window or capacity was built")
 
     @rule()
     def reset(self) -> None:

@@ -20,6 +20,7 @@ from evictable.model.types import Key
 from evictable.proofs.lockstep.copies import MODES, Copy, copy_modes
 from evictable.proofs.lockstep.faults import HOOKS, FaultPlan
 from evictable.proofs.lockstep.inputs import (
+    BAD_ENABLE_EVENTS,
     BAD_NUM_BLOCKS,
     KEYS,
     Call,
@@ -60,7 +61,9 @@ _COIN = st.booleans()
 _INDEX = st.integers(0, 2 * len(KEYS) - 1)
 _MODE = st.integers(0, 9)
 _MIXED, _EMPTY_BATCH = 7, 9
-_BAD_NUM_BLOCKS = st.sampled_from((*BAD_NUM_BLOCKS, 1))  # 1: valid, with an unknown policy
+_BAD_NUM_BLOCKS = st.sampled_from((*BAD_NUM_BLOCKS, 1))  # 1: valid, with another bad argument
+_BAD_EVENTS = st.sampled_from((None, *(e for e in BAD_ENABLE_EVENTS if e is not None)))
+"""None: an unknown policy name instead; else a non-bool `enable_events`."""
 _METHOD = st.sampled_from(
     ("prepare_store", "complete_store", "prepare_load", "complete_load", "touch")
 )
@@ -211,10 +214,14 @@ class _Machine(RuleBasedStateMachine):
         keys.insert(data.draw(_INDEX) % (len(keys) + 1), offender)
         lock.apply(Step(Call.keys("prepare_load" if load else "complete_load", keys)))
 
-    @rule(data=st.data())
-    def touch(self, data: st.DataObject) -> None:
-        """Mostly READY keys (they move), mixed with any others (they must not)."""
-        keys = self._keys(data, self.lock.keys_in(_R), 5, unique=False)
+    @rule(data=st.data(), poison=st.integers(0, 3))
+    def touch(self, data: st.DataObject, poison: int) -> None:
+        """Mostly READY keys (they move), mixed with any others (they must not); one
+        time in four with an unhashable key among them, which touch must skip
+        without dropping the keys around it."""
+        keys: list[object] = list(self._keys(data, self.lock.keys_in(_R), 5, unique=False))
+        if poison == 0:
+            keys.insert(data.draw(_INDEX) % (len(keys) + 1), [1])
         self.lock.apply(Step(Call.keys("touch", keys)))
 
     @rule(data=st.data(), what=st.integers(0, 7))
@@ -234,7 +241,8 @@ class _Machine(RuleBasedStateMachine):
     @rule(data=st.data(), kind=st.integers(0, 3))
     def bad_input(self, data: st.DataObject, kind: int) -> None:
         """Malformed key batches (mostly), non-bool `success` and unhashable lookups,
-        bad constructor arguments and an unknown policy name."""
+        bad constructor arguments: `num_blocks`, an unknown policy name, a non-bool
+        `enable_events`."""
         if kind <= 1:
             method = data.draw(_METHOD)
             keys = self._keys(data, self.lock.keys_in(_P, _R, _L), 3)
@@ -245,8 +253,12 @@ class _Machine(RuleBasedStateMachine):
             self.lock.apply(Step(calls[data.draw(_BAD_SCALAR_INDEX)]))
         else:
             num_blocks = data.draw(_BAD_NUM_BLOCKS)
-            policy = UNKNOWN_POLICY if num_blocks == 1 and type(num_blocks) is int else self.policy
-            self.lock.apply(Construct(num_blocks, policy, data.draw(_COIN)))
+            events: object = data.draw(_COIN)
+            policy = self.policy
+            if num_blocks == 1 and type(num_blocks) is int:  # valid: break another argument
+                bad = data.draw(_BAD_EVENTS)
+                policy, events = (UNKNOWN_POLICY, events) if bad is None else (policy, bad)
+            self.lock.apply(Construct(num_blocks, policy, events))
 
     # ------------------------------------------------------------ copies
 

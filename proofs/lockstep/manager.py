@@ -90,7 +90,7 @@ class Construct:
 
     num_blocks: object
     policy: str
-    events: bool
+    events: object
 
 
 Action = Start | Step | Fault | Construct | Copy

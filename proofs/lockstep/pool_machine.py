@@ -149,12 +149,17 @@ class _PoolMachine(LockStep):
     @rule(b=st.integers(0, POOL_BLOCKS), h=st.sampled_from(["x", "y", "z", None]))
     def cache_block(self, b: int, h: str | None) -> None:
         """Any block id: valid for a block in use, else a bad input (foreign, null,
-        None hash, free block, already cached)."""
-        self.both(
+        None hash, free block, already cached). A refusal is an
+        `InvalidArgumentError` for several reasons, which only its message tells
+        apart: both sides must give the same one."""
+        messages: list[str] = []
+        got = self.both(
             f"cache_block({b}, {h!r})",
-            lambda: self.m.cache_block(BlockId(b), h),
-            lambda: self.i.cache_block(self._block(b), h),
+            keep_message(lambda: self.m.cache_block(BlockId(b), h), messages),
+            keep_message(lambda: self.i.cache_block(self._block(b), h), messages),
         )
+        if got.raised and len(messages) == 2 and messages[0] != messages[1]:
+            self.fail(f"cache_block({b}, {h!r}) refused for another reason: {messages}")
 
     @rule(data=st.data(), h=st.sampled_from(["x", "y", "z"]))
     def cache_in_use_block(self, data: st.DataObject, h: str) -> None:

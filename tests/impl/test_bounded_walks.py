@@ -154,3 +154,38 @@ def test_a_well_formed_queue_walks_as_before() -> None:
     assert list(q.iter_blocks_after(blocks[1])) == blocks[2:]
     assert list(q.iter_blocks_after(blocks[3])) == []
     q.check_invariants()
+
+
+def _unbounded_walk_ends(start: object, end: object, attr: str, limit: int = 10_000) -> bool:
+    """Whether following `attr` links from `start` reaches `end` (an unbounded walk
+    would loop forever when it does not)."""
+    node = getattr(start, attr)
+    for _ in range(limit):
+        if node is end:
+            return True
+        node = getattr(node, attr)
+    return False
+
+
+def test_the_seeded_broken_touch_makes_a_ring_an_unbounded_walk_never_leaves() -> None:
+    from evictable.proofs.controls.catalogue import by_name
+
+    m = by_name("touch_without_unlink").factory(3, "lru", False)
+    m.prepare_store(["a", "b"])
+    m.complete_store(["a", "b"])
+    m.touch(["b"])  # b is already the most recent: it links to itself
+    ring = m._policy.ring
+    assert not _unbounded_walk_ends(ring, ring, "next")
+    with pytest.raises(InvariantViolationError):
+        m.snapshot()
+
+
+def test_the_seeded_prepend_makes_a_free_list_an_unbounded_walk_never_leaves() -> None:
+    from evictable.proofs.controls.catalogue import by_name
+
+    blocks = [KVCacheBlock(i) for i in range(3)]
+    q = by_name("prepend_trusts_own_blocks").factory(blocks)
+    q.prepend_n([blocks[1]])  # linked twice: the list now has a cycle
+    assert not _unbounded_walk_ends(q.fake_free_list_head, q.fake_free_list_tail, "next_free_block")
+    with pytest.raises(InvariantViolationError):
+        q.snapshot()

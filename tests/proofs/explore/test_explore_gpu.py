@@ -16,7 +16,7 @@ from evictable.proofs.explore.gpu import (
 )
 from evictable.proofs.obligations import Kind, Status, run_one
 
-QUEUE = QueueBounds(first=1, second=1, unlinked=0)
+QUEUE = QueueBounds(first=1, second=0, unlinked=1)
 POOL = PoolBounds(blocks=2, max_ref=1)
 
 

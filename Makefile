@@ -25,6 +25,7 @@ verify: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/mypy --strict model impl proofs
+	$(BIN)/mypy --strict tests bench
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 

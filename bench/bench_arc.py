@@ -3,10 +3,11 @@
 Contenders, per cache size N (1K, 64K, 1M; `--quick`: 1K and 64K, fewer rounds):
 
 * `fast-0%`, `fast-90%` -- `impl.policies.arc.ARCCachePolicy` (idle entries kept in
-  list order in a heap keyed by position stamp: eviction never visits pinned ones);
+  list order in its idle index, `impl.policies.arc_index`: eviction never visits
+  pinned ones); plotted as `impl-arc`;
 * `naive-0%`, `naive-90%` -- `ScanningArc` below, written for this benchmark: the
   same ARC whose eviction walks T1 (then T2) from the least-recent end looking for
-  ref_cnt == 0, as vLLM's ARC does.
+  ref_cnt == 0, as vLLM's ARC does; plotted as `scanning-arc`.
 
 Each cache is filled with N ready blocks in T1; for the 90% variants the 0.9·N least
 recent are then pinned (ref 1, `mark_non_evictable`) -- the worst case for a scan
@@ -36,6 +37,7 @@ from typing import Any
 
 from bench.runner import standalone
 from bench.timing import Contender, Measurement, interleaved, paired_ratio
+from bench.workloads import label
 from evictable.impl.block import BlockStatus
 from evictable.impl.policies.arc import ARCCachePolicy
 from evictable.impl.policies.base import CachePolicy
@@ -50,7 +52,7 @@ PINNED = (0.0, 0.9)
 class ScanningArc(CachePolicy):
     """ARC with vLLM's eviction: scan T1/T2 for ref_cnt == 0 (benchmark baseline only).
 
-    Same lists, touch rules and candidate order as DESIGN.md §4; eviction costs
+    Same lists, touch rules and candidate order as docs/semantics.md, "ARC"; eviction costs
     O(entries scanned), pinned ones included.
     """
 
@@ -154,7 +156,7 @@ class ScanningArc(CachePolicy):
 def _filled(cls: type[CachePolicy], n: int, pinned: float) -> CachePolicy:
     """A cache of `n` ready blocks in T1, the `pinned·n` least recent of them loading."""
     policy = cls(n)
-    blocks = [BlockStatus(i) for i in range(n)]
+    blocks = [cls.record_class(i) for i in range(n)]
     for i, block in enumerate(blocks):
         policy.insert(i, block)
         block.ref_cnt = 0
@@ -209,13 +211,43 @@ def _one_size(n: int, reps: int, target_s: float) -> dict[str, Any]:
     return out
 
 
-def _label(n: int) -> str:
-    return f"{n // 1000}K" if n < 1_000_000 else f"{n // 1_000_000}M"
+_SERIES = {"fast": "impl-arc", "naive": "scanning-arc"}
+"""The plot's name for each kind (one colour per contender across plots)."""
+
+
+def _plot(rows: list[dict[str, Any]], sizes: tuple[int, ...], names: list[str]) -> dict[str, Any]:
+    """µs per eviction cycle against N, per contender and pinned fraction (bars: min–max)."""
+    series: dict[str, list[float | None]] = {}
+    errors: dict[str, list[list[float | None]]] = {}
+    styles: dict[str, str] = {}
+    for name in names:
+        kind, pct = name.split("-")
+        shown = f"{_SERIES[kind]} {pct} pinned"
+        series[shown] = [r["us_per_eviction"][name] for r in rows]
+        errors[shown] = [
+            [1e6 / r["measurements"][name]["max_ops_per_s"] for r in rows],
+            [1e6 / r["measurements"][name]["min_ops_per_s"] for r in rows],
+        ]
+        if pct != "0%":
+            styles[shown] = "--"
+    return {
+        "kind": "line",
+        "title": "ARC eviction cycle cost: idle index vs a scan (median, bars: min–max)",
+        "xlabel": "cache size N (blocks, log scale)",
+        "ylabel": "CPU µs per eviction cycle (log scale)",
+        "log_x": True,
+        "log_y": True,
+        "x": list(sizes),
+        "xticklabels": [label(n) for n in sizes],
+        "series": series,
+        "errors": errors,
+        "styles": styles,
+    }
 
 
 def run(quick: bool) -> dict[str, Any]:
     """Measure every size (µs per eviction cycle, paired ratios); return the results."""
-    sizes = (1_000, 65_536) if quick else (1_000, 65_536, 1_048_576)
+    sizes = (1 << 10, 1 << 16) if quick else (1 << 10, 1 << 16, 1 << 20)
     reps = 3 if quick else 7
     target_s = 0.02 if quick else 0.15
     rows = [_one_size(n, reps, target_s) for n in sizes]
@@ -251,15 +283,7 @@ def run(quick: bool) -> dict[str, Any]:
                 for r in rows
             ],
         },
-        "plot": {
-            "kind": "line",
-            "title": "ARC: CPU µs per eviction cycle vs pinned blocks",
-            "xlabel": "blocks",
-            "ylabel": "µs per eviction (log)",
-            "log_y": True,
-            "x": [_label(n) for n in sizes],
-            "series": {c: [r["us_per_eviction"][c] for r in rows] for c in names},
-        },
+        "plot": _plot(rows, sizes, names),
     }
 
 

@@ -1,6 +1,6 @@
 """Exhaustive explorer: distinct states per second, and the floor that bounds it.
 
-The issue asks for 50,000 distinct states/s from the explorer (proofs/explore.py);
+The issue asks for 50,000 distinct states/s from the explorer (proofs/explore/);
 it reaches a few hundred. This benchmark gives reproducible evidence of why, for
 the LRU manager at the `default` bounds of `evictable verify` (quick: `quick`):
 
@@ -30,7 +30,7 @@ the LRU manager at the `default` bounds of `evictable verify` (quick: `quick`):
 The sample comes from the 1-worker exploration itself (`Exploration.paths()`: a
 shortest path of op indexes to every visited state, in breadth-first order). Each
 sampled state is then built on a fresh model and implementation by
-`Context.fresh(path)` from proofs/explore_worker.py.
+`Context.fresh(path)` from proofs/explore/manager_subject.py.
 
 `python -m bench.bench_explore [--quick]` writes bench/results/explore.json;
 `evictable bench --only explore` runs `run(quick)` through bench/runner.py.
@@ -317,6 +317,10 @@ def _verdict(impl_ceiling: float) -> str:
     return "The impl floor alone does not rule the target out at these bounds."
 
 
+_BAR_COLORS = {"explorer": "#17becf", "ceiling": "#7f7f7f", "target": "#e377c2"}
+"""Measured runs, ceilings and the target: one colour each."""
+
+
 def _plot(out: dict[str, Any]) -> dict[str, Any]:
     labels = [f"explorer {r['workers']}w" for r in out["explorer"]]
     values = [r["states_per_s"] for r in out["explorer"]]
@@ -329,11 +333,12 @@ def _plot(out: dict[str, Any]) -> dict[str, Any]:
     return {
         "kind": "bar",
         "title": f"explorer throughput vs floor ({out['bounds']})",
-        "xlabel": "",
-        "ylabel": "distinct states / s",
+        "xlabel": "measured explorer runs, the ceilings their per-edge floors allow, the target",
+        "ylabel": "distinct states per second (log scale)",
         "log_y": True,
         "x": labels,
         "series": {"states/s": values},
+        "bar_colors": [_BAR_COLORS[label.split(" ")[0].rstrip(":")] for label in labels],
     }
 
 

@@ -177,6 +177,61 @@ def _measure(
     )
 
 
+_OPS = (
+    ("popleft+append", "popleft\n+ append"),
+    ("remove+append", "remove\n+ append"),
+    ("popleft_n(8)+append_n", "popleft_n(8)\n+ append_n"),
+    ("pool_cycle", "pool allocate,\ncache, free (4)"),
+)
+_WALKS = (
+    ("iter_blocks_after", "impl iter_blocks_after"),
+    ("hand_generator", "hand-written generator"),
+    ("hand_inline", "hand-written inline loop"),
+)
+
+
+def _bounds(m: dict[str, Any]) -> tuple[float, float]:
+    return m["min_ops_per_s"], m["max_ops_per_s"]
+
+
+def _plots(out: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The queue and pool operations (impl vs model), and the walk (its three forms)."""
+    series: dict[str, list[float | None]] = {}
+    errors: dict[str, list[list[float | None]]] = {}
+    for side in ("impl", "model"):
+        ms = [out[key][side] for key, _ in _OPS]
+        series[side] = [m["median_ops_per_s"] for m in ms]
+        errors[side] = [[_bounds(m)[0] for m in ms], [_bounds(m)[1] for m in ms]]
+    ops = {
+        "kind": "bar",
+        "title": f"free queue and block pool, {out['num_blocks']:,} blocks "
+        "(median, bars: min–max over rounds)",
+        "xlabel": "operation (one op = one call of the named pair or cycle)",
+        "ylabel": "operations per CPU second (log scale)",
+        "log_y": True,
+        "x": [shown for _, shown in _OPS],
+        "series": series,
+        "errors": errors,
+    }
+    walk = out["walk"]  # in millions of blocks per second
+    wseries = {shown: [walk[key]["median_ops_per_s"] / 1e6] for key, shown in _WALKS}
+    werrors = {
+        shown: [[_bounds(walk[key])[0] / 1e6], [_bounds(walk[key])[1] / 1e6]]
+        for key, shown in _WALKS
+    }
+    walks = {
+        "kind": "bar",
+        "title": "walking the free queue after a cursor (median, bars: min–max)",
+        "xlabel": "walk over 256 queued blocks",
+        "ylabel": "million blocks visited per CPU second",
+        "log_y": False,
+        "x": ["iter_blocks_after vs hand-written walks"],
+        "series": wseries,
+        "errors": werrors,
+    }
+    return ops, {"walk": walks}
+
+
 def run(quick: bool) -> dict[str, Any]:
     """Run every group; rates in ops per CPU second, ratios as paired medians."""
     n = 1_000 if quick else 10_000
@@ -240,6 +295,7 @@ def run(quick: bool) -> dict[str, Any]:
         "columns": ["operation", "impl ops/s", "model (or hand) ops/s", "ratio"],
         "rows": rows,
     }
+    out["plot"], out["extra_plots"] = _plots(out)
     out["notes"] = [
         "queue/pool rows: ratio = impl speed / model speed (paired median)",
         "walk rows: ratio = cost of iter_blocks_after / cost of the hand-written walk "

@@ -101,6 +101,37 @@ def _ns(m: Measurement) -> float:
     return 1e9 / m.median
 
 
+def _ns_bounds(m: dict[str, Any]) -> tuple[float, float]:
+    """(low, high) ns per step from a measurement's max and min rates."""
+    return 1e9 / m["max_ops_per_s"], 1e9 / m["min_ops_per_s"]
+
+
+def _plot(out: dict[str, Any], sizes: tuple[int, ...]) -> dict[str, Any]:
+    """ns per step against the number of free blocks, impl's walk and store, and the
+    model's walk where it was measured; bars: min–max over rounds."""
+    entries = [out["sizes"][str(n)] for n in sizes]
+    series: dict[str, list[float | None]] = {}
+    errors: dict[str, list[list[float | None]]] = {}
+    for name, key in (("impl walk", "walk"), ("impl store", "store")):
+        series[name] = [e[f"{key}_ns_per_step"] for e in entries]
+        bounds = [_ns_bounds(e[key]) for e in entries]
+        errors[name] = [[b[0] for b in bounds], [b[1] for b in bounds]]
+    series["model walk"] = [e.get("model_walk_ns_per_step") for e in entries]
+    return {
+        "kind": "line",
+        "title": f"lazy offload scan, window {WINDOW}: cost per step (median, bars: min–max)",
+        "xlabel": "free blocks in the queue (log scale)",
+        "ylabel": "CPU ns per step (log scale)",
+        "log_x": True,
+        "log_y": True,
+        "x": list(sizes),
+        "xticklabels": [f"{n // 1000}K" if n < 1_000_000 else f"{n // 1_000_000}M" for n in sizes],
+        "series": series,
+        "errors": errors,
+        "styles": {"impl store": "--"},
+    }
+
+
 def run(quick: bool) -> dict[str, Any]:
     """Cost per step at each size, and its paired ratio to the smallest size."""
     sizes = (1_000, 8_000) if quick else (1_000, 16_000, 128_000, 1_000_000)
@@ -179,18 +210,7 @@ def run(quick: bool) -> dict[str, Any]:
         f"window {WINDOW}; 'vs 1K' = paired median of cost(N)/cost(1K), measured side by side",
         "walk: visit 64 unhashed blocks; store: visit, select, pin and complete 64 blocks",
     ]
-    out["plot"] = {
-        "kind": "line",
-        "title": f"lazy scan: CPU ns per step (window {WINDOW})",
-        "xlabel": "free blocks",
-        "ylabel": "ns per step",
-        "log_y": False,
-        "x": [f"{n // 1000}K" if n < 1_000_000 else f"{n // 1_000_000}M" for n in sizes],
-        "series": {
-            "walk": [out["sizes"][str(n)]["walk_ns_per_step"] for n in sizes],
-            "store": [out["sizes"][str(n)]["store_ns_per_step"] for n in sizes],
-        },
-    }
+    out["plot"] = _plot(out, sizes)
     return out
 
 

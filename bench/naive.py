@@ -6,7 +6,7 @@ blocks whose ref count is 0 -- so every pinned block in front of them is looked
 at again on every eviction: O(resident blocks) in the worst case, where the
 evictable-list design (`impl`) is O(victims + protected keys skipped).
 
-Apart from that scan it follows DESIGN.md §4: a block moves to the most-recent
+Apart from that scan it follows docs/semantics.md, "LRU": a block moves to the most-recent
 end when it becomes idle (store commit, last load end) or is touched while idle,
 so its victims are the same as `impl`'s LRU; it checks its input with the shared
 error types and validates before mutating. Written for the benchmark, not for use.

@@ -45,6 +45,8 @@ def markdown(payload: dict[str, Any]) -> str:
             lines += _table(result["table"])
         elif "skipped" in result:
             lines.append(f"skipped: {result['skipped']}")
+        for extra in result.get("extra_tables", []):
+            lines += ["", f"{extra.get('title', '')}:", "", *_table(extra)]
         notes = result.get("notes", [])
         if notes:
             lines.append("")

@@ -11,8 +11,13 @@ dict is stored as is, and may hold, for the runner:
 
 * `table`: `{"columns": [str], "rows": [[str]]}` -- printed;
 * `notes`: `[str]` -- printed under the table;
-* `plot`: `{"kind": "bar" | "barh" | "line", "title", "xlabel", "ylabel", "log_y",
-  "x": [labels or numbers], "series": {name: [numbers or None]}}` -- drawn.
+* `extra_tables`: `[{"title", "columns", "rows"}]` -- printed after it;
+* `plot`: a spec for `bench.plotting.draw` (kind, title, axis labels with units,
+  series, error bars) -- drawn as `DIR/<name>.png`;
+* `extra_plots`: `{key: spec}` -- drawn as `DIR/<name>-<key>.png`.
+
+vLLM's managers are contenders when the interop venv exists (`bench.interop`); the
+runner says at the start whether they are, and why not.
 
 Without `table`/`plot` the runner prints and draws the dict's numeric leaves.
 Exit status: 0, or 1 if a benchmark raised (its traceback is in the JSON).
@@ -35,7 +40,7 @@ from typing import Any
 __all__ = ["BENCHMARKS", "main"]
 
 BENCHMARKS: tuple[tuple[str, str, str], ...] = (
-    ("throughput", "bench.bench_manager", "run_throughput"),
+    ("throughput", "bench.bench_throughput", "run"),
     ("eviction", "bench.bench_manager", "run_eviction"),
     ("memory", "bench.bench_manager", "run_memory"),
     ("arc", "bench.bench_arc", "run"),
@@ -113,7 +118,7 @@ def _leaves(obj: Any, prefix: str = "") -> Iterator[tuple[str, float]]:
         yield prefix or "value", float(obj)
     elif isinstance(obj, dict):
         for k, v in obj.items():
-            if k in ("table", "plot", "notes"):
+            if k in ("table", "plot", "notes", "extra_tables", "extra_plots"):
                 continue
             yield from _leaves(v, f"{prefix}/{k}" if prefix else str(k))
     elif isinstance(obj, list | tuple) and len(obj) <= 32:
@@ -121,22 +126,28 @@ def _leaves(obj: Any, prefix: str = "") -> Iterator[tuple[str, float]]:
             yield from _leaves(v, f"{prefix}/{i}")
 
 
+def _print_rows(table: dict[str, Any]) -> None:
+    columns = [str(c) for c in table["columns"]]
+    rows = [[str(c) for c in row] for row in table["rows"]]
+    widths = [
+        max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(columns)
+    ]
+    print("  ".join(c.rjust(w) for c, w in zip(columns, widths, strict=True)))
+    for row in rows:
+        print("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
+
+
 def _print_table(name: str, result: dict[str, Any]) -> None:
     print(f"\n== {name} ==")
     table = result.get("table")
     if isinstance(table, dict) and "columns" in table and "rows" in table:
-        columns = [str(c) for c in table["columns"]]
-        rows = [[str(c) for c in row] for row in table["rows"]]
-        widths = [
-            max(len(c), *(len(r[i]) for r in rows)) if rows else len(c)
-            for i, c in enumerate(columns)
-        ]
-        print("  ".join(c.rjust(w) for c, w in zip(columns, widths, strict=True)))
-        for row in rows:
-            print("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
+        _print_rows(table)
     else:
         for key, value in _leaves(result):
             print(f"  {key}: {value:,.6g}")
+    for extra in result.get("extra_tables", []):
+        print(f"\n  -- {extra.get('title', '')} --")
+        _print_rows(extra)
     for note in result.get("notes", []):
         print(f"  note: {note}")
 
@@ -144,58 +155,27 @@ def _print_table(name: str, result: dict[str, Any]) -> None:
 # ---------------------------------------------------------------- plotting
 
 
-def _plot(name: str, result: dict[str, Any], path: Path) -> None:
-    import matplotlib
+def _fallback_spec(name: str, result: dict[str, Any]) -> dict[str, Any]:
+    """A bar per numeric leaf, for a benchmark without a `plot` spec."""
+    leaves = list(_leaves(result))[:40]
+    return {
+        "kind": "barh",
+        "title": name,
+        "xlabel": "value",
+        "ylabel": "result",
+        "x": [k for k, _ in leaves],
+        "series": {name: [v for _, v in leaves]},
+        "log_y": False,
+    }
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
+def _plots(name: str, result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """File stem -> plot spec: `<name>` and one `<name>-<key>` per extra plot."""
     spec = result.get("plot")
-    if not isinstance(spec, dict):
-        leaves = list(_leaves(result))[:40]
-        spec = {
-            "kind": "barh",
-            "title": name,
-            "xlabel": "value",
-            "ylabel": "",
-            "x": [k for k, _ in leaves],
-            "series": {name: [v for _, v in leaves]},
-            "log_y": False,
-        }
-    kind = spec.get("kind", "bar")
-    x = list(spec.get("x", []))
-    series: dict[str, list[float | None]] = dict(spec.get("series", {}))
-    fig, ax = plt.subplots(figsize=(9, 5) if kind != "barh" else (9, 1 + 0.35 * len(x)))
-    if kind == "line":
-        for label, ys in series.items():
-            pts = [(a, b) for a, b in zip(x, ys, strict=False) if b is not None]
-            ax.plot([a for a, _ in pts], [b for _, b in pts], marker="o", label=label)
-    else:
-        width = 0.8 / max(1, len(series))
-        for i, (label, ys) in enumerate(series.items()):
-            pos = [j + (i - (len(series) - 1) / 2) * width for j in range(len(x))]
-            vals = [0.0 if v is None else v for v in ys]
-            if kind == "barh":
-                ax.barh(pos, vals, height=width, label=label)
-            else:
-                ax.bar(pos, vals, width=width, label=label)
-        ticks = list(range(len(x)))
-        if kind == "barh":
-            ax.set_yticks(ticks, [str(v) for v in x], fontsize=8)
-            ax.invert_yaxis()
-        else:
-            ax.set_xticks(ticks, [str(v) for v in x], fontsize=8)
-    if spec.get("log_y"):
-        (ax.set_xscale if kind == "barh" else ax.set_yscale)("log")
-    ax.set_title(str(spec.get("title", name)))
-    ax.set_xlabel(str(spec.get("xlabel", "")))
-    ax.set_ylabel(str(spec.get("ylabel", "")))
-    if len(series) > 1:
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.grid(True, axis="x" if kind == "barh" else "y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    specs = {name: spec if isinstance(spec, dict) else _fallback_spec(name, result)}
+    for key, extra in (result.get("extra_plots") or {}).items():
+        specs[f"{name}-{key}"] = extra
+    return specs
 
 
 def _have_matplotlib() -> bool:
@@ -248,6 +228,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
     payload: dict[str, Any] = {"meta": _meta(args.quick), "benchmarks": {}, "plots": {}}
+    from bench.interop import interop_python
+
+    python, where = interop_python()
+    payload["meta"]["interop"] = {"python": python, "source": where}
+    if python is None:
+        print(f"vLLM contenders (vllm-lru, vllm-arc) not measured: {where}")
+    else:
+        print(f"vLLM contenders (vllm-lru, vllm-arc): {python} ({where})")
     failed = False
     for name, module, function in BENCHMARKS:
         if args.only and name not in args.only:
@@ -272,12 +260,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print_table(name, result)
         print(f"  ({result['seconds']:.1f}s)")
         if plots:
-            path = out / f"{name}.png"
-            try:
-                _plot(name, result, path)
-                payload["plots"][name] = str(path)
-            except Exception as exc:  # a bad plot spec must not lose the numbers
-                print(f"  plot failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            from bench.plotting import draw
+
+            for stem, spec in _plots(name, result).items():
+                path = out / f"{stem}.png"
+                try:
+                    draw(stem, spec, path)
+                    payload["plots"][stem] = str(path)
+                except Exception as exc:  # a bad plot spec must not lose the numbers
+                    print(f"  plot {stem} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
     payload["meta"]["load_average_at_end"] = _load_average()
     results_path = out / "results.json"
     results_path.write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")

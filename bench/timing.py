@@ -7,7 +7,11 @@ contenders is the median over rounds of the per-round ratio: both sides of each
 ratio were measured seconds apart, under the same load.
 
 A contender is a callable `run(units)` that performs `units` units of work (for
-the manager benchmark, trace steps) and an `ops_per_unit` count. Each contender
+the manager benchmark, trace steps) and an `ops_per_unit` count. A contender that
+runs in another process (vLLM's managers run in a worker of the interop venv, see
+`bench.interop`) has a `timed(units)` instead, which returns the CPU and wall
+seconds that process measured around its own work: the rounds interleave it with
+the in-process contenders all the same. Each contender
 first warms up (doubling chunks until `warm_s` has passed), which also calibrates
 how many units make one repetition of about `target_s` seconds; each repetition
 is preceded by a short untimed pre-roll, so a contender whose caches were just
@@ -16,6 +20,12 @@ evicted by the previous one is not charged for refilling them.
 Rates are taken on the process's CPU clock (`time.process_time`): on a machine
 shared with other jobs, wall time also counts the slices in which this process was
 not running at all, which is noise, not cost. Wall-clock rates are recorded too.
+
+Garbage collection stays on (the allocator's and the collector's cost of what a
+contender allocates is part of its cost), but everything built before the rounds
+(the contenders' managers, traces, imports) is frozen (`gc.freeze`): otherwise a
+collection triggered by one contender would scan every other contender's million
+records, and charge it to whichever contender happened to be running.
 """
 
 from __future__ import annotations
@@ -37,11 +47,24 @@ __all__ = [
 
 @dataclass
 class Contender:
-    """One thing to time: `run(units)` does `units` units of work, each `ops_per_unit` ops."""
+    """One thing to time: `run(units)` does `units` units of work, each `ops_per_unit` ops.
+
+    With `timed`, the work is done elsewhere: `timed(units)` does it and returns the
+    (CPU, wall) seconds measured there around the work alone, and `run` is not used.
+    """
 
     name: str
     run: Callable[[int], object]
     ops_per_unit: int = 1
+    timed: Callable[[int], tuple[float, float]] | None = None
+
+    def measure(self, units: int) -> tuple[float, float]:
+        """Do `units` units of work; return its (CPU, wall) seconds."""
+        if self.timed is not None:
+            return self.timed(units)
+        w0, t0 = time.perf_counter(), time.process_time()
+        self.run(units)
+        return time.process_time() - t0, time.perf_counter() - w0
 
 
 @dataclass
@@ -77,9 +100,7 @@ def units_budget(reps: int, max_units: int) -> int:
 def _calibrate(c: Contender, warm_s: float, target_s: float, min_units: int, max_units: int) -> int:
     units, spent = 1, 0.0
     while True:
-        t0 = time.process_time()
-        c.run(units)
-        elapsed = time.process_time() - t0
+        elapsed = c.measure(units)[0]
         spent += elapsed
         if spent >= warm_s or units >= max_units:
             break
@@ -96,16 +117,36 @@ def interleaved(
     warm_s: float,
     min_units: int = 1,
     max_units: int = 1000,
+    freeze: Sequence[Callable[[bool], object]] = (),
 ) -> dict[str, Measurement]:
     """Time every contender `reps` times, one round each, rotating the order.
 
-    Each contender consumes at most `units_budget(reps, max_units)` units.
-    Garbage collection stays on (the cost of the allocator and the collector is
-    part of real use); a full collection runs before the rounds start.
+    Each contender consumes at most `units_budget(reps, max_units)` units. Before the
+    rounds a full collection runs and the survivors are frozen (this process's, and,
+    through each `freeze(True)` callback, another process's); after them, `freeze(False)`
+    and `gc.unfreeze()` (see the module doc).
     """
     sizes = {c.name: _calibrate(c, warm_s, target_s, min_units, max_units) for c in contenders}
     results = {c.name: Measurement(c.name, sizes[c.name]) for c in contenders}
+    for hook in freeze:
+        hook(True)
     gc.collect()
+    gc.freeze()
+    try:
+        _rounds(contenders, reps, sizes, results)
+    finally:
+        gc.unfreeze()
+        for hook in freeze:
+            hook(False)
+    return results
+
+
+def _rounds(
+    contenders: Sequence[Contender],
+    reps: int,
+    sizes: dict[str, int],
+    results: dict[str, Measurement],
+) -> None:
     n = len(contenders)
     for r in range(reps):
         for i in range(n):
@@ -113,14 +154,11 @@ def interleaved(
             units = sizes[c.name]
             pre = units // 10
             if pre:
-                c.run(pre)
-            w0, t0 = time.perf_counter(), time.process_time()
-            c.run(units)
-            cpu, wall = time.process_time() - t0, time.perf_counter() - w0
+                c.measure(pre)
+            cpu, wall = c.measure(units)
             ops = units * c.ops_per_unit
             results[c.name].rates.append(ops / max(cpu, 1e-9))
             results[c.name].wall_rates.append(ops / max(wall, 1e-9))
-    return results
 
 
 def paired_ratio(results: Mapping[str, Measurement], a: str, b: str) -> float:

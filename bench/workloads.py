@@ -2,8 +2,8 @@
 
 Everything here is generated *before* timing starts:
 
-* keys are `bytes`, shaped like vLLM's block hashes: 32 hash bytes followed by a
-  4-byte little-endian group index (one group per batch of 16 keys). They are
+* keys are `bytes`, vLLM's `OffloadKey` layout: 32 hash bytes followed by a 4-byte
+  big-endian group index (`make_offload_key`; one group per batch of 16 keys). They are
   hashed once up front (CPython caches a bytes object's hash), so no contender
   pays for first-time hashing inside its timed loop;
 * the trace is a list of steps; one step is a batch of 16 stores and 4 loads:
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -32,15 +32,19 @@ __all__ = [
     "BATCH_STORES",
     "MIN_EVICTABLE",
     "OPS_PER_STEP",
+    "Factory",
     "FillTimeout",
     "Manager",
     "Step",
     "Trace",
     "fill",
+    "fill_timed",
+    "label",
     "make_keys",
     "make_trace",
     "pinned_indices",
     "run_steps",
+    "stepper",
 ]
 
 BATCH_STORES = 16
@@ -56,12 +60,25 @@ FILL_CHUNK = 4096
 
 
 class Manager(Protocol):
-    """The part of the manager API the trace drives (DESIGN.md §4)."""
+    """The part of the manager API the trace drives (docs/semantics.md, "The CPU manager")."""
 
     def prepare_store(self, keys: Sequence[Any]) -> Any: ...
     def complete_store(self, keys: Sequence[Any], success: bool = True) -> Any: ...
     def prepare_load(self, keys: Sequence[Any]) -> Any: ...
     def complete_load(self, keys: Sequence[Any]) -> Any: ...
+
+
+Factory = Callable[[int], Manager]
+"""Builds an empty manager of `n` blocks."""
+
+
+def label(n: int) -> str:
+    """A size as the tables print it: 1K, 64K, 1M (or the plain number)."""
+    if n >= 1 << 20 and n % (1 << 20) == 0:
+        return f"{n >> 20}M"
+    if n >= 1024 and n % 1024 == 0:
+        return f"{n >> 10}K"
+    return str(n)
 
 
 def make_keys(n: int, seed: int, group_base: int = 0) -> list[bytes]:
@@ -74,7 +91,7 @@ def make_keys(n: int, seed: int, group_base: int = 0) -> list[bytes]:
     raw = rng.randbytes(HASH_BYTES * n)
     keys = [
         raw[i * HASH_BYTES : (i + 1) * HASH_BYTES]
-        + (group_base + i // BATCH_STORES).to_bytes(4, "little")
+        + (group_base + i // BATCH_STORES).to_bytes(4, "big")
         for i in range(n)
     ]
     if len(set(keys)) != n:  # 256-bit random collisions: not in this universe
@@ -184,3 +201,27 @@ def run_steps(manager: Manager, steps: Sequence[Step]) -> None:
         complete_store(step.stores)
         prepare_load(step.loads)
         complete_load(step.loads)
+
+
+def stepper(manager: Manager, steps: Sequence[Step]) -> Callable[[int], None]:
+    """`run(units)`: the next `units` steps of the trace on this manager."""
+    pos = 0
+
+    def run(units: int) -> None:
+        nonlocal pos
+        if pos + units > len(steps):
+            raise RuntimeError(f"trace exhausted: {pos + units} > {len(steps)} steps")
+        run_steps(manager, steps[pos : pos + units])
+        pos += units
+
+    return run
+
+
+def fill_timed(
+    factory: Factory, n: int, trace: Trace, limit_s: float | None = None
+) -> tuple[Manager, float]:
+    """A new manager of `n` blocks, filled (`fill`), and the seconds it took."""
+    t0 = time.perf_counter()
+    manager = factory(n)
+    fill(manager, trace, limit_s=limit_s, chunk=1024)
+    return manager, time.perf_counter() - t0

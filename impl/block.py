@@ -31,6 +31,13 @@ def sharing_records() -> Iterator[None]:
 class BlockStatus:
     """One resident CPU block: its ref count, its slot id, its key, its list links.
 
+    >>> block = BlockStatus(3, b"a")  # a new record: its store is in flight
+    >>> block.ref_cnt, block.is_ready
+    (-1, False)
+    >>> block.ref_cnt = 0  # stored, idle
+    >>> block.is_ready
+    True
+
     `ref_cnt` is -1 while the store is in flight, 0 when idle (evictable), n >= 1
     while n loads read from it. `block_id` is the CPU slot index. `key` is the key
     the record belongs to, set by whoever files it under that key (the manager's

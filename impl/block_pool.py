@@ -33,6 +33,19 @@ _FREE = Phase(GpuState.FREE, 0)
 class BlockPool:
     """GPU KV-cache blocks: the null block, the free queue, the prefix-cache map.
 
+    >>> pool = BlockPool(4)  # block 0 is the null block
+    >>> pool.get_num_free_blocks()
+    3
+    >>> [block] = pool.get_new_blocks(1)
+    >>> block.block_id, block.ref_cnt
+    (1, 1)
+    >>> pool.cache_block(block, "h")
+    >>> pool.free_blocks([block])  # hashed: back of the queue
+    >>> [b.block_id for b in pool.free_block_queue.get_all_free_blocks()]
+    [2, 3, 1]
+    >>> pool.get_cached_block("h") is block
+    True
+
     Invariant: for every non-null block, linked in `free_block_queue` ⇔
     ref_cnt == 0, and ref_cnt >= 0; the null block (block 0) is never linked.
     Complexity: O(num_blocks) memory.

@@ -40,6 +40,10 @@ _SENTINEL: Final = _SentinelMark()
 class KVCacheBlock:
     """One GPU KV-cache block, with its intrusive free-list links.
 
+    >>> block = KVCacheBlock(7)
+    >>> block.ref_cnt, block.block_hash, block.owner is None
+    (0, None, True)
+
     `owner` is the queue the block is linked in (None when unlinked);
     `link_generation` is the stamp that queue gave it when it was last linked
     (meaningful only while linked).
@@ -101,7 +105,18 @@ class _Epoch:
 
 @dataclass(frozen=True, slots=True)
 class Cursor:
-    """A scan position: a block and the link generation it had when the cursor was taken."""
+    """A scan position: a block and the link generation it had when the cursor was taken.
+
+    >>> blocks = [KVCacheBlock(i) for i in range(3)]
+    >>> queue = FreeKVCacheBlockQueue(blocks)
+    >>> cursor = queue.cursor_for(blocks[0])
+    >>> [b.block_id for b in queue.iter_blocks_after(cursor)]
+    [1, 2]
+    >>> queue.remove(blocks[0])
+    >>> queue.append(blocks[0])  # left and came back: a new link generation
+    >>> queue.cursor_is_valid(cursor)
+    False
+    """
 
     block: KVCacheBlock
     generation: int
@@ -109,6 +124,18 @@ class Cursor:
 
 class FreeKVCacheBlockQueue:
     """The free blocks in eviction order, as an intrusive doubly linked list.
+
+    >>> blocks = [KVCacheBlock(i) for i in range(3)]
+    >>> queue = FreeKVCacheBlockQueue(blocks)
+    >>> queue.popleft().block_id, queue.num_free_blocks
+    (0, 2)
+    >>> queue.append(blocks[0])  # at the back: evicted last
+    >>> [b.block_id for b in queue.get_all_free_blocks()]
+    [1, 2, 0]
+    >>> queue.append(blocks[0])
+    Traceback (most recent call last):
+    ...
+    evictable.model.errors.BlockAlreadyLinkedError: block already in a free queue: [0]
 
     The list runs `fake_free_list_head <-> b1 <-> ... <-> bk <-> fake_free_list_tail`.
     The two sentinels are blocks that are never handed out: with them every real

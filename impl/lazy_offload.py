@@ -41,6 +41,17 @@ CapacitySource = int | Callable[[], int] | None
 class LazyOffloadScanner:
     """Walks the pool's free queue from a saved cursor, `window` blocks per step.
 
+    >>> pool = BlockPool(4)
+    >>> [block] = pool.get_new_blocks(1)
+    >>> pool.cache_block(block, "h")
+    >>> pool.free_blocks([block])  # free, hashed, not offloaded yet
+    >>> scanner = LazyOffloadScanner(pool, window=8)
+    >>> [b.block_id for b in scanner.step()]  # selected and pinned
+    [1]
+    >>> scanner.complete([block])  # stored: unpinned, its hash recorded
+    >>> scanner.is_offloaded("h"), scanner.step()
+    (True, [])
+
     `cpu_capacity`: None (no limit), an int (the most blocks one step selects), or a
     callable asked once per step how many blocks the CPU tier can take now.
     Invariant: every hashed block before the cursor has its hash offloaded; every

@@ -21,8 +21,8 @@ fail once the call is validated) and re-raises the original exception: the call
 changed nothing observable.
 
 The key table is the policy's own dict when the policy offers one (`shared_table()`: the
-LRU does, so a resident block costs one hash-table entry); otherwise the manager
-keeps its own.
+LRU and ARC do, so a resident block costs one hash-table entry); otherwise the manager
+keeps its own. The manager creates the records, of the policy's `record_class`.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ class CPUOffloadingManager:
 
     Pre/post of each method: docs/semantics.md. A call that raises changes nothing.
     Complexity: O(batch) per call (plus O(victims + protected keys skipped) for an
-    eviction with the LRU); `snapshot` and `check_invariants` are O(n).
+    eviction with the LRU or ARC); `snapshot` and `check_invariants` are O(n).
     """
 
     __slots__ = (
@@ -106,6 +106,7 @@ class CPUOffloadingManager:
         "_own_table",
         "_pin",
         "_policy",
+        "_record",
         "_reuse",
         "_slots",
         "_unpin",
@@ -128,6 +129,7 @@ class CPUOffloadingManager:
         self._own_table = table is None
         self._blocks: dict[Key, BlockStatus] = {} if table is None else table
         self._guarded = not is_builtin(type(chosen))
+        self._record = chosen.record_class
         # Reusing a victim's record is safe when nothing else refers to it, and cannot
         # need undoing: a built-in policy never fails once a call is validated.
         self._reuse = chosen.releases_evicted_records and not self._guarded
@@ -218,7 +220,7 @@ class CPUOffloadingManager:
                 block.key = key
                 block.block_id = slot
             reused = len(records)
-            records += map(BlockStatus, ids[reused:], to_store[reused:])
+            records += map(self._record, ids[reused:], to_store[reused:])
             if self._own_table:
                 blocks.update(zip(to_store, records, strict=True))
             policy.stored(to_store, records)

@@ -1,4 +1,4 @@
-"""The reference ARC policy (DESIGN.md §4 "ARC"): four plain lists and a float target.
+"""The reference ARC policy (docs/semantics.md, "ARC"): four plain lists and a float target.
 
 Written for clarity, not speed: every list is a Python list, least recent first, and
 eviction scans it. `impl/policies/arc.py` is the fast path and is checked against

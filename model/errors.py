@@ -12,6 +12,7 @@ against vLLM's behaviour keeps catching it.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
+from typing import ClassVar
 
 __all__ = [
     "BlockAlreadyLinkedError",
@@ -25,6 +26,7 @@ __all__ = [
     "InsufficientFreeBlocksError",
     "InvalidArgumentError",
     "InvariantViolationError",
+    "KeyRefusal",
     "LifecycleError",
     "NotInFlightError",
     "NotLoadingError",
@@ -105,60 +107,44 @@ class DuplicateKeysError(LifecycleError, ValueError):
         super().__init__(f"duplicate keys in one call: {_keys_text(ks)}", keys=ks)
 
 
-class BlockNotFoundError(LifecycleError, KeyError):
+class KeyRefusal(LifecycleError):
+    """Base of the errors a key-taking call is refused with: the offending keys, and
+    for a lifecycle-table refusal the event, state and reason of its row.
+
+    `what` is the message used when the error does not come from a table row.
+    """
+
+    what: ClassVar[str] = "refused"
+
+    def __init__(
+        self,
+        keys: Iterable[Hashable],
+        *,
+        event: str | None = None,
+        state: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        ks = tuple(keys)
+        text = refused(f"{self.what}: {_keys_text(ks)}", _keys_text(ks), event, state, reason)
+        super().__init__(text, keys=ks, event=event, state=state, reason=reason)
+
+
+class BlockNotFoundError(KeyRefusal, KeyError):
     """A key that must be resident is ABSENT."""
 
-    def __init__(
-        self,
-        keys: Iterable[Hashable],
-        *,
-        event: str | None = None,
-        state: str | None = None,
-        reason: str | None = None,
-    ) -> None:
-        ks = tuple(keys)
-        text = refused(f"block not found: {_keys_text(ks)}", _keys_text(ks), event, state, reason)
-        super().__init__(text, keys=ks, event=event, state=state, reason=reason)
+    what = "block not found"
 
 
-class BlockNotReadyError(LifecycleError, AssertionError):
+class BlockNotReadyError(KeyRefusal, AssertionError):
     """A load was asked of a block whose store is still in flight (PENDING)."""
 
-    def __init__(
-        self,
-        keys: Iterable[Hashable],
-        *,
-        event: str | None = None,
-        state: str | None = None,
-        reason: str | None = None,
-    ) -> None:
-        ks = tuple(keys)
-        text = refused(
-            f"block not ready (store in flight): {_keys_text(ks)}",
-            _keys_text(ks),
-            event,
-            state,
-            reason,
-        )
-        super().__init__(text, keys=ks, event=event, state=state, reason=reason)
+    what = "block not ready (store in flight)"
 
 
-class NotLoadingError(LifecycleError, AssertionError):
+class NotLoadingError(KeyRefusal, AssertionError):
     """`complete_load` on a block that has no load in flight (ref_cnt <= 0)."""
 
-    def __init__(
-        self,
-        keys: Iterable[Hashable],
-        *,
-        event: str | None = None,
-        state: str | None = None,
-        reason: str | None = None,
-    ) -> None:
-        ks = tuple(keys)
-        text = refused(
-            f"block has no load in flight: {_keys_text(ks)}", _keys_text(ks), event, state, reason
-        )
-        super().__init__(text, keys=ks, event=event, state=state, reason=reason)
+    what = "block has no load in flight"
 
 
 class QueueEmptyError(LifecycleError, ValueError):

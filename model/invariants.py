@@ -5,7 +5,7 @@ Two kinds:
 * **Block invariants** (`BLOCK_INVARIANTS`) speak about one CPU block: its state,
   ref count and whether it sits in the evictable list. They are written once over
   a small `Logic` interface, so the same function is evaluated on Python values
-  (here, on snapshots) and on Z3 terms (in `proofs/lifecycle.py`). Together they
+  (here, on snapshots) and on Z3 terms (in `proofs/z3/lifecycle.py`). Together they
   are the inductive strengthening of "in the evictable list exactly when resident
   and ref_cnt == 0".
 * **Snapshot invariants** (`SNAPSHOT_INVARIANTS`) speak about a whole manager

@@ -117,8 +117,14 @@ CPU_MACHINE = Machine(
         Transition(_E.LOAD_END, _L, _L, RefGuard.GE_TWO, DEC),
         Transition(_E.LOAD_END, _L, _R, RefGuard.EQ_ONE, DEC),
         Transition(_E.EVICT, _R, _A, RefGuard.ANY, CLEAR),
+        # touch is a recency hint, accepted in every state and changing no lifecycle
+        # field: the manager hands the policy exactly the keys whose touch row fired
+        # (LRU moves the evictable ones; ARC also moves pending and loading keys and
+        # adapts on ghost hits, which are ABSENT keys).
+        Transition(_E.TOUCH, _A, _A, RefGuard.ANY, KEEP),
+        Transition(_E.TOUCH, _P, _P, RefGuard.ANY, KEEP),
         Transition(_E.TOUCH, _R, _R, RefGuard.ANY, KEEP),
-        Transition(_E.RESET, _A, _A, RefGuard.ANY, CLEAR),
+        Transition(_E.TOUCH, _L, _L, RefGuard.ANY, KEEP),
         Transition(_E.RESET, _P, _A, RefGuard.ANY, CLEAR),
         Transition(_E.RESET, _R, _A, RefGuard.ANY, CLEAR),
         Transition(_E.RESET, _L, _A, RefGuard.ANY, CLEAR),
@@ -143,9 +149,7 @@ CPU_MACHINE = Machine(
         (_A, _E.STORE_ABORT),
         (_R, _E.STORE_ABORT),
         (_L, _E.STORE_ABORT),
-        (_A, _E.TOUCH),  # touch is a hint: only READY blocks move
-        (_P, _E.TOUCH),
-        (_L, _E.TOUCH),
+        (_A, _E.RESET),  # reset_cache resets the resident keys; an absent key stays so
     ),
     counters={"num_evictable": _R, "num_pending": _P},
 )

@@ -1,4 +1,4 @@
-"""The reference CPU offloading manager: the executable form of DESIGN.md §4.
+"""The reference CPU offloading manager: docs/semantics.md, "The CPU manager", as code.
 
 Written for clarity; the fast path is `impl.manager.CPUOffloadingManager`, which is
 checked against this one step by step (same results, same errors, same snapshots).
@@ -12,7 +12,10 @@ from the table. Nothing here restates a lifecycle rule.
 All-or-nothing: each public method validates its whole input first (argument shape,
 then duplicates, then the per-key table checks in input order) and only then
 mutates. The model's policies are total on their preconditions, so once validation
-passes a call cannot fail half way.
+passes a call cannot fail half way. (The policy's victims are not checked against the
+table: a policy offers listed keys only, and listed keys are READY -- the Z3
+obligation `manager.consecution.prepare_store` proves the table accepts their
+eviction.)
 
 Slots: a key entering residency takes a never-used ("fresh") slot, ascending from the
 high-water mark, else the most recently freed one (a LIFO stack); a key leaving
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from evictable.model.arc import ModelArc
 from evictable.model.errors import InvariantViolationError
@@ -31,6 +35,7 @@ from evictable.model.lifecycle import (
     CpuEvent,
     CpuState,
     Hook,
+    Machine,
     Phase,
     Transition,
     derive_hook,
@@ -76,21 +81,29 @@ class Resident:
     slot: SlotId
 
 
-def fired_transition(phase: Phase, event: CpuEvent) -> Transition | None:
+def fired_transition(
+    phase: Phase, event: CpuEvent, machine: Machine = CPU_MACHINE
+) -> Transition | None:
     """The table row `event` fires from `phase`; None if the pair is ignored or rejected."""
-    for transition in CPU_MACHINE.transitions_from(phase.state, event):
+    for transition in machine.transitions_from(phase.state, event):
         if transition.guard.holds(phase.ref):
             return transition
     return None
 
 
-def is_resident(phase: Phase) -> bool:
+def is_resident(phase: Phase, machine: Machine = CPU_MACHINE) -> bool:
     """Whether the table declares the phase's state resident (holding a slot)."""
-    return CPU_MACHINE.spec(phase.state).resident
+    return machine.spec(phase.state).resident
 
 
 class ModelManager:
-    """Reference CPU offloading manager (DESIGN.md §4)."""
+    """Reference CPU offloading manager (docs/semantics.md, "The CPU manager").
+
+    `machine` is the lifecycle table the manager executes (`CPU_MACHINE`); a subclass
+    may name another (the deliberately broken tables of `proofs.controls.tables`).
+    """
+
+    machine: ClassVar[Machine] = CPU_MACHINE
 
     def __init__(self, num_blocks: int, policy: str = "lru", enable_events: bool = False) -> None:
         self.num_blocks = check_num_blocks(num_blocks)
@@ -115,7 +128,7 @@ class ModelManager:
 
     def _count(self, counter: str) -> int:
         """A counter declared by the table: the number of keys in its state."""
-        state = CPU_MACHINE.counters[counter]
+        state = self.machine.counters[counter]
         return sum(1 for r in self.blocks.values() if r.phase.state is state)
 
     @property
@@ -144,25 +157,35 @@ class ModelManager:
             raise InvariantViolationError(["slot_partition"], "no free slot to take")
         return self.free_stack.pop()
 
-    def _fire(self, key: Key, event: CpuEvent) -> None:
-        """Apply one table event to one key.
+    def _fires(self, key: Key, event: CpuEvent) -> bool:
+        """Whether `event` fires a table row for `key` (not ignored, not rejected)."""
+        return fired_transition(self.phase(key), event, self.machine) is not None
+
+    def _check(self, key: Key, event: CpuEvent) -> None:
+        """Raise the table's named error if it refuses `event` for `key`; change nothing."""
+        step(self.machine, self.phase(key), event, key)
+
+    def _fire(self, key: Key, event: CpuEvent) -> Transition | None:
+        """Apply one table event to one key; return the row that fired (None: ignored).
 
         The table decides the new phase (or raises its named error, or ignores the
         event); entering residency takes a slot, leaving it frees the slot; the hook
         the transition owes (`derive_hook`) goes to the policy.
         """
+        machine = self.machine
         before = self.blocks.get(key)
         phase = before.phase if before is not None else ABSENT
-        transition = fired_transition(phase, event)
-        after = step(CPU_MACHINE, phase, event, key)
-        if is_resident(after):
+        transition = fired_transition(phase, event, machine)
+        after = step(machine, phase, event, key)
+        if is_resident(after, machine):
             slot = before.slot if before is not None else self._take_slot()
             self.blocks[key] = Resident(after, slot)
         elif before is not None:
             del self.blocks[key]
             self.free_stack.append(before.slot)
         if transition is not None:
-            self._call_hook(derive_hook(CPU_MACHINE, transition), key)
+            self._call_hook(derive_hook(machine, transition), key)
+        return transition
 
     def _call_hook(self, hook: Hook, key: Key) -> None:
         """Tell the policy about an evictable flip: on -> mark_evictable, off -> the other."""
@@ -182,18 +205,18 @@ class ModelManager:
         """MISS (absent), HIT_PENDING (resident, not loadable yet) or HIT. No side effect."""
         check_key(key)
         phase = self.phase(key)
-        if not is_resident(phase):
+        if not is_resident(phase, self.machine):
             return LookupResult.MISS
-        if fired_transition(phase, CpuEvent.LOAD_BEGIN) is None:
+        if not self._fires(key, CpuEvent.LOAD_BEGIN):
             return LookupResult.HIT_PENDING
         return LookupResult.HIT
 
     def prepare_store(self, keys: object) -> PrepareStoreOutput | None:
         """Make room for the absent keys and mark them PENDING; None if no room can be made."""
         batch, protected = check_keys(keys)
-        to_store = [
-            k for k in batch if fired_transition(self.phase(k), CpuEvent.STORE_BEGIN) is not None
-        ]
+        for key in batch:
+            self._check(key, CpuEvent.STORE_BEGIN)
+        to_store = [k for k in batch if self._fires(k, CpuEvent.STORE_BEGIN)]
         if not to_store:
             return PrepareStoreOutput([], [], [])  # nothing to store, even with no free space
         need = len(to_store) - self.free_slot_count()
@@ -216,7 +239,9 @@ class ModelManager:
         """PENDING keys commit (READY) or abort (ABSENT); other keys are ignored."""
         batch, _ = check_keys_and_success(keys, success)
         event = CpuEvent.STORE_COMMIT if success else CpuEvent.STORE_ABORT
-        acted = [k for k in batch if fired_transition(self.phase(k), event) is not None]
+        for key in batch:
+            self._check(key, event)
+        acted = [k for k in batch if self._fires(k, event)]
         for key in acted:
             self._fire(key, event)
             if not success:
@@ -229,7 +254,7 @@ class ModelManager:
         """Pin every key for one more load; return their slots in key order."""
         batch, _ = check_keys(keys)
         for key in batch:
-            step(CPU_MACHINE, self.phase(key), CpuEvent.LOAD_BEGIN, key)  # must be loadable
+            self._check(key, CpuEvent.LOAD_BEGIN)  # must be loadable
         for key in batch:
             self._fire(key, CpuEvent.LOAD_BEGIN)
         return [int(self.blocks[key].slot) for key in batch]
@@ -238,16 +263,27 @@ class ModelManager:
         """Unpin every key once; a key reaching ref 0 becomes evictable."""
         batch, _ = check_keys(keys)
         for key in batch:
-            step(CPU_MACHINE, self.phase(key), CpuEvent.LOAD_END, key)  # must be loading
+            self._check(key, CpuEvent.LOAD_END)  # must be loading
         for key in batch:
             self._fire(key, CpuEvent.LOAD_END)
 
     def touch(self, keys: object) -> None:
-        """A recency hint, handed to the policy; never raises."""
-        self.policy.touch(touch_keys(keys), self.ref_of)
+        """A recency hint; never raises on any input.
+
+        Each key takes the table's touch row (a lifecycle no-op in every state), and the
+        policy is asked to move exactly the keys whose row fired, in input order
+        (duplicates kept): LRU moves the evictable ones, ARC the rules of its own.
+        """
+        batch = touch_keys(keys)
+        for key in batch:
+            self._check(key, CpuEvent.TOUCH)  # the table refuses no touch
+        moved = [key for key in batch if self._fire(key, CpuEvent.TOUCH) is not None]
+        self.policy.touch(moved, self.ref_of)
 
     def reset_cache(self) -> None:
         """Every block ABSENT, all slots fresh, policy cleared; buffered events stay."""
+        for key in self.blocks:
+            self._check(key, CpuEvent.RESET)
         for key in list(self.blocks):
             self._fire(key, CpuEvent.RESET)
         self.free_stack.clear()

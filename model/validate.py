@@ -2,7 +2,7 @@
 
 Both `model.manager.ModelManager` and `impl.manager.CPUOffloadingManager` call these
 functions, in the same order, so that the same bad call raises the same error on
-both sides. The order is fixed by DESIGN.md §4: argument shape first (types and
+both sides. The order is docs/semantics.md, "Validation order": argument shape first (types and
 values), then duplicate keys, then the per-key lifecycle checks (those are the
 table's rejections, raised by the callers).
 

@@ -115,6 +115,8 @@ class Obligation:
     bounds: str = field(default="", kw_only=True)
     """The sizes covered, e.g. "N=8 blocks" or "200 examples x 50 steps, seed 0"
     ("" for an unbounded proof)."""
+    negative_bounds: str | None = field(default=None, kw_only=True)
+    """The negative control's sizes, when they differ from the claim's."""
 
 
 _VERDICT: dict[Kind, str] = {
@@ -248,7 +250,7 @@ def run_one(ob: Obligation, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[Result
             Result(
                 f"{ob.name}~neg",
                 ob.kind,
-                ob.bounds,
+                ob.bounds if ob.negative_bounds is None else ob.negative_bounds,
                 status,
                 nsecs,
                 text,

@@ -61,7 +61,7 @@ class PolicyProfile:
     long_run: tuple[int, int, int] | None = None
     """(steps, keys, num_blocks) of the long lock-step run (`lockstep.long_run`) at the
     default level: deep enough to reach what only long runs reach (ARC: the
-    compaction of its heaps). None: the long run's own default."""
+    compaction of its idle heaps and ghost lists). None: the long run's own default."""
     faults: Mapping[str, Bounds] = field(default_factory=dict)
     """The explorer's bounds with the fault alphabet, per level (`Bounds.faults` set);
     default: the `quick` explorer bounds at every level, with faults."""
@@ -172,7 +172,7 @@ register_profile(
         },
         check=Bounds(slots=2, keys=4, max_ref=1, batch=2, policy="arc"),
         rules=ArcRules,
-        long_run=(5000, 5, 4),
+        long_run=(5000, 8, 6),  # 6 idle records per pin wave: heaps compacted within 5000 steps
         faults={
             "quick": Bounds(slots=1, keys=2, max_ref=1, batch=2, policy="arc", faults=True),
             "default": Bounds(slots=2, keys=3, max_ref=1, batch=2, policy="arc", faults=True),

@@ -19,9 +19,15 @@ Level = Literal["quick", "default", "thorough"]
 
 GROUPS: tuple[str, ...] = (
     "evictable.proofs.z3.lifecycle",
+    "evictable.proofs.z3.enabledness",
+    "evictable.proofs.z3.manager",
+    "evictable.proofs.z3.bmc",
+    "evictable.proofs.z3.bridges",
     "evictable.proofs.z3.counters",
     "evictable.proofs.z3.eviction",
+    "evictable.proofs.z3.bound",
     "evictable.proofs.explore.manager",
+    "evictable.proofs.explore.coverage",
     "evictable.proofs.lockstep.conformance",
     "evictable.proofs.lockstep.long_run",
     "evictable.proofs.z3.arc",

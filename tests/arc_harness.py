@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Literal
 
 from evictable.impl.block import BlockStatus
-from evictable.impl.policies.arc import ARCCachePolicy
+from evictable.impl.policies.arc import ARCCachePolicy, ArcRecord
 from evictable.model.arc import ModelArc
 from evictable.model.types import ArcPolicySnapshot, Key
 
@@ -34,7 +34,7 @@ class ArcHarness:
 
     def store(self, *keys: Key) -> None:
         for key in keys:
-            block = BlockStatus(len(self.blocks))
+            block = ArcRecord(len(self.blocks))
             self.blocks[key] = block
             if self.model is not None:
                 self.model.insert(key)

@@ -1,10 +1,11 @@
 """The eviction-policy interface of the CPU offloading manager.
 
-A policy owns the key -> `BlockStatus` mapping and the recency order. The manager
-owns ref counts and slots and tells the policy, through `mark_evictable` /
-`mark_non_evictable`, exactly when a block's ref count enters or leaves 0 (the
-hooks derived from the lifecycle table). Policies that keep a dedicated list of
-evictable blocks (the fast LRU, ARC) use those hooks; others may ignore them.
+A policy owns the key -> `BlockStatus` mapping (of `record_class` records, which the
+manager creates) and the recency order. The manager owns ref counts and slots and
+tells the policy, through `mark_evictable` / `mark_non_evictable`, exactly when a
+block's ref count enters or leaves 0 (the hooks derived from the lifecycle table).
+Policies that keep a dedicated list of evictable blocks (the fast LRU, ARC) use those
+hooks; others may ignore them.
 
 **Batches.** The manager validates a whole call, updates its records (ref counts,
 slots), and then reports the call's lifecycle changes to the policy as one batch
@@ -31,7 +32,21 @@ __all__ = ["CachePolicy"]
 
 
 class CachePolicy(ABC):
-    """Base class of every eviction policy; resolved by name through the factory."""
+    """Base class of every eviction policy; resolved by name through the factory.
+
+    The batch methods default to the per-key methods, record by record, in order.
+    A subclass of the LRU gets these defaults, so its per-key overrides are honoured:
+
+    >>> from evictable.impl.block import BlockStatus
+    >>> from evictable.impl.policies.lru import LRUCachePolicy
+    >>> class Noisy(LRUCachePolicy):
+    ...     def insert(self, key, block):
+    ...         print("insert", key)
+    ...         super().insert(key, block)
+    >>> Noisy(2).stored([b"a", b"b"], [BlockStatus(0), BlockStatus(1)])
+    insert b'a'
+    insert b'b'
+    """
 
     __slots__ = ("cache_capacity",)
 
@@ -40,6 +55,11 @@ class CachePolicy(ABC):
     releases_evicted_records: ClassVar[bool] = False
     """True when the policy keeps no reference to a record once `evict` returned it
     (or `remove` dropped it): the manager may then reuse the record for a new key."""
+
+    record_class: ClassVar[type[BlockStatus]] = BlockStatus
+    """The class of the records the manager creates for this policy's keys, called as
+    `record_class(slot_id, key)`: a `BlockStatus` subclass when the policy keeps fields
+    of its own in every record (ARC: a position stamp and a list)."""
 
     def __init__(self, cache_capacity: int) -> None:
         self.cache_capacity = cache_capacity

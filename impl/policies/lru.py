@@ -87,7 +87,20 @@ def _broken_list(before: BlockStatus, block: BlockStatus | None, budget: int) ->
 
 
 class LRUCachePolicy(CachePolicy):
-    """Least-recently-used eviction over a dedicated list of the idle (ref 0) blocks."""
+    """Least-recently-used eviction over a dedicated list of the idle (ref 0) blocks.
+
+    >>> from evictable.impl.block import BlockStatus
+    >>> lru = LRUCachePolicy(4)
+    >>> for slot, key in enumerate([b"a", b"b"]):
+    ...     lru.insert(key, BlockStatus(slot))  # PENDING: not listed yet
+    ...     lru.get(key).ref_cnt = 0
+    ...     lru.mark_evictable(key)  # idle: joins the most-recent end
+    >>> lru.touch([b"a"])  # a becomes the most recent
+    >>> [key for key, _ in lru.evict(1, protected=set())]
+    [b'b']
+    >>> lru.snapshot()
+    LruPolicySnapshot(evictable=(b'a',))
+    """
 
     __slots__ = ("blocks", "ring")
 

@@ -1,9 +1,13 @@
-"""Generate the lifecycle tables and diagrams of `docs/spec.md` from `model/lifecycle.py`.
+"""Generate the lifecycle tables and diagrams of `docs/spec.md` from `model/lifecycle.py`,
+and the list of obligations of `docs/proofs.md` from the registry.
 
-`docs/spec.md` holds hand-written prose plus generated regions delimited by
+Both documents hold hand-written prose plus generated regions delimited by
 `<!-- BEGIN GENERATED: name -->` / `<!-- END GENERATED: name -->`. `render()` rewrites
-every region from the tables; `python -m evictable.proofs.cli.docgen --write` updates the file and
-`--check` exits non-zero when it is stale (a test does the same).
+every region of a document; `python -m evictable.proofs.cli.docgen --write` updates both
+files and `--check` exits non-zero when one is stale (a test does the same).
+`docs/proofs.md`'s region `obligations` lists every obligation `evictable verify` runs
+at the default level, with its kind, its bounds and its negative control
+(`obligations_table`).
 """
 
 from __future__ import annotations
@@ -24,12 +28,17 @@ from evictable.model.lifecycle import (
     Transition,
     derive_hook,
 )
+from evictable.proofs.registry import Level
 
 __all__ = [
+    "DOCUMENTS",
+    "PROOFS_PATH",
     "SPEC_PATH",
     "dot",
     "main",
     "mermaid",
+    "obligations_table",
+    "proofs_regions",
     "regions",
     "rejections_table",
     "render",
@@ -39,6 +48,9 @@ __all__ = [
 
 SPEC_PATH = Path(__file__).resolve().parents[2] / "docs" / "spec.md"
 """`docs/spec.md` of the checkout this module was installed from (editable install)."""
+
+PROOFS_PATH = SPEC_PATH.with_name("proofs.md")
+"""`docs/proofs.md`, whose region `obligations` is generated from the registry."""
 
 _REGION = re.compile(
     r"(<!-- BEGIN GENERATED: (?P<name>[\w-]+) -->\n)(?P<body>.*?)"
@@ -135,6 +147,46 @@ def regions() -> dict[str, str]:
     return out
 
 
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def obligations_table(level: Level = "default") -> str:
+    """Markdown: every obligation at `level` -- name, kind, bounds, negative control --
+    in the order `evictable verify` runs them, then the count by kind."""
+    from collections import Counter
+
+    from evictable.proofs.registry import collect
+
+    obs = collect(level)
+    rows = ["| obligation | kind | bounds | negative control |", "|---|---|---|---|"]
+    for ob in obs:
+        bounds = _cell(ob.bounds) if ob.bounds else "all sizes"
+        control = _cell(ob.negative_statement) if ob.negative is not None else "—"
+        rows.append(f"| `{ob.name}` | {ob.kind.value} | {bounds} | {control} |")
+    kinds = Counter(ob.kind.value for ob in obs)
+    total = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    rows.append("")
+    controls = sum(ob.negative is not None for ob in obs)
+    rows.append(
+        f"{len(obs)} obligations at the {level} level ({total}); "
+        f"{controls} have a negative control."
+    )
+    return "\n".join(rows)
+
+
+def proofs_regions() -> dict[str, str]:
+    """The generated regions of `docs/proofs.md`, by region name."""
+    return {"obligations": obligations_table("default")}
+
+
+DOCUMENTS: dict[Path, Callable[[], dict[str, str]]] = {
+    SPEC_PATH: regions,
+    PROOFS_PATH: proofs_regions,
+}
+"""Every document with generated regions, and what fills them."""
+
+
 def render(text: str, bodies: dict[str, str] | None = None) -> str:
     """`text` with every generated region rewritten; unknown region names are errors."""
     bodies = regions() if bodies is None else bodies
@@ -142,7 +194,7 @@ def render(text: str, bodies: dict[str, str] | None = None) -> str:
     def fill(match: re.Match[str]) -> str:
         name = match.group("name")
         if name not in bodies:
-            raise KeyError(f"docs/spec.md names an unknown generated region {name!r}")
+            raise KeyError(f"a document names an unknown generated region {name!r}")
         return f"{match.group(1)}{bodies[name]}\n{match.group(4)}"
 
     return _REGION.sub(fill, text)
@@ -158,16 +210,19 @@ def diagram(fmt: str, machine: str = "cpu") -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evictable.proofs.cli.docgen")
     group = parser.add_mutually_exclusive_group(required=True)
-    group.add_argument("--write", action="store_true", help="rewrite docs/spec.md in place")
-    group.add_argument("--check", action="store_true", help="exit 1 if docs/spec.md is stale")
+    group.add_argument("--write", action="store_true", help="rewrite the documents in place")
+    group.add_argument("--check", action="store_true", help="exit 1 if a document is stale")
     args = parser.parse_args(argv)
-    current = SPEC_PATH.read_text(encoding="utf-8")
-    fresh = render(current)
-    if args.write:
-        SPEC_PATH.write_text(fresh, encoding="utf-8")
-        return 0
-    if fresh != current:
-        print("docs/spec.md is stale: run `make docs`", file=sys.stderr)
+    stale = []
+    for path, fill in DOCUMENTS.items():
+        current = path.read_text(encoding="utf-8")
+        fresh = render(current, fill())
+        if args.write:
+            path.write_text(fresh, encoding="utf-8")
+        elif fresh != current:
+            stale.append(path.name)
+    if stale:
+        print(f"docs/{', docs/'.join(stale)} stale: run `make docs`", file=sys.stderr)
         return 1
     return 0
 

@@ -40,6 +40,9 @@ class SeededBug:
     target: str = "manager"
     policy: str = "lru"
     klass: str = "baseline"
+    long_history: str = ""
+    """Why no trace of at most `hunt.MAX_CALLS` calls can show this bug (empty: one
+    can). The hunt then accepts a catch with a longer trace."""
 
 
 def with_policy(base: str, registered: str, cls: type[CachePolicy]) -> Factory:

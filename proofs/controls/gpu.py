@@ -1,7 +1,7 @@
 """Seeded broken free queues, block pools and lazy scanners (the GPU side's controls).
 
 Each is a small, realistic deviation from `impl/` (several are what vLLM does): the
-lock-step machines of `proofs/gpu_conformance.py` must refute every one of them.
+lock-step machines of `proofs/lockstep/gpu_machines.py` must refute every one of them.
 """
 
 from __future__ import annotations

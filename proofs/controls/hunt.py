@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from evictable.impl.block_pool import BlockPool
 from evictable.proofs.controls.bug import SeededBug
@@ -45,10 +45,16 @@ class Verdict:
     """Calls in the trace it reports (None when nothing was caught)."""
     reason: str = ""
 
+    long_history: bool = False
+    """The bug needs a long history (`SeededBug.long_history`): any trace counts."""
+
     @property
     def short(self) -> bool:
-        """Caught with a trace of at most `MAX_CALLS` calls."""
-        return self.caught and self.calls is not None and self.calls <= MAX_CALLS
+        """Caught with a trace of at most `MAX_CALLS` calls (any, for a bug that
+        needs a long history)."""
+        if not self.caught or self.calls is None:
+            return False
+        return self.long_history or self.calls <= MAX_CALLS
 
 
 @dataclass(frozen=True)
@@ -210,6 +216,8 @@ def hunt(bug: SeededBug, seed: int = 0, stop: bool = True) -> Hunt:
     verdicts: list[Verdict] = []
     for engine in engines_for(bug):
         verdict = engine(bug, seed)
+        if bug.long_history:
+            verdict = replace(verdict, long_history=True)
         verdicts.append(verdict)
         if stop and verdict.short:
             break

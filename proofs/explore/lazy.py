@@ -11,7 +11,7 @@ the pool, so its ref_cnt stays 0).
 Breadth-first search visits every distinct state once (states are compared up to
 the link generation numbers, which only matter through "is the cursor / a visit
 mark still at the block's current link"), so the first violation found comes with
-a shortest trace. `proofs/lazy_cursor.py` turns searches into obligations.
+a shortest trace. `proofs/explore/lazy_cursor.py` turns searches into obligations.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Obligations for the lazy offload cursor: scan completeness and no stall.
 
-Each obligation is an exhaustive breadth-first search (`proofs/lazy_explore.py`)
+Each obligation is an exhaustive breadth-first search (`proofs/explore/lazy.py`)
 over the model scanner and pool at small bounds:
 
 * `lazy.scan_complete` -- with generation validation, every reachable state
@@ -26,7 +26,7 @@ over the model scanner and pool at small bounds:
   with ref_cnt 0: the literal stall needs an operation outside the pool API.
   Negative control: with the queue-level unlink it is reached.
 
-Plus `lazy.z3.pool_ops_keep_scan_complete` (`proofs/lazy_z3.py`): the same finding
+Plus `lazy.z3.pool_ops_keep_scan_complete` (`proofs/z3/lazy.py`): the same finding
 as a bounded Z3 check from arbitrary states.
 
 Counterexamples print as traces of pool and scanner calls with the state after

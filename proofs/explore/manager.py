@@ -1,4 +1,4 @@
-"""Exhaustive breadth-first exploration of the CPU offloading manager (DESIGN.md §7).
+"""Exhaustive breadth-first exploration of the CPU offloading manager (docs/conformance.md).
 
 For small bounds (slots, keys, maximum ref count, batch size, policy, pending
 events) the explorer visits every reachable state of the reference model
@@ -237,6 +237,7 @@ def obligations(level: Level) -> list[Obligation]:
                 tags=("explore",),
                 kind=Kind.EXPLORED,
                 bounds=bounds.describe(),
+                negative_bounds=control.describe(),
             )
         )
         out.append(

@@ -86,10 +86,19 @@ class Bounds:
 
 
 class Context:
-    """Everything a worker needs; inherited by fork, never pickled."""
+    """Everything a worker needs; inherited by fork, never pickled. `model` is the
+    reference model's class (a subclass may record what it executes, see
+    `explore.coverage`)."""
 
-    def __init__(self, bounds: Bounds, factory: Factory, canonical: bool) -> None:
+    def __init__(
+        self,
+        bounds: Bounds,
+        factory: Factory,
+        canonical: bool,
+        model: type[ModelManager] | None = None,
+    ) -> None:
         self.bounds = bounds
+        self.model = model if model is not None else ModelManager
         self.factory = factory
         self.impl_policy = bounds.policy
         if bounds.faults:
@@ -109,7 +118,7 @@ class Context:
 
     def fresh(self, path: Sequence[int]) -> tuple[ModelManager, Any]:
         b = self.bounds
-        model = ModelManager(b.slots, b.policy, b.events > 0)
+        model = self.model(b.slots, b.policy, b.events > 0)
         impl = self.factory(b.slots, self.impl_policy, b.events > 0)
         for i in path:
             invoke(model, self.ops[i])
@@ -255,7 +264,7 @@ class ManagerSubject(Context, _Faults):
 
     def root(self) -> tuple[Hashable, Payload]:
         b = self.bounds
-        code, _ = encode(ModelManager(b.slots, b.policy, b.events > 0).snapshot(), self.canonical)
+        code, _ = encode(self.model(b.slots, b.policy, b.events > 0).snapshot(), self.canonical)
         return code, ((), 0)
 
     def weight(self, payload: Payload) -> int:

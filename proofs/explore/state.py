@@ -2,7 +2,7 @@
 
 The explorer never restates a manager rule. Transitions are made by the real
 `model.manager.ModelManager`; this module only turns the resulting
-`ManagerSnapshot` (the manager's complete observable state, DESIGN.md §4) into a
+`ManagerSnapshot` (the manager's whole observable state, docs/semantics.md, "snapshot") into a
 compact tuple used as the key of the visited set.
 
 **Canonical form (key-renaming symmetry).** The manager treats keys as opaque

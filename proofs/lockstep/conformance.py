@@ -7,7 +7,7 @@ they are). The engine (a Hypothesis `RuleBasedStateMachine`, see
 `evictable.proofs.lockstep.machine`) drives the reference `ModelManager` and the adapter
 side by side with valid calls, bad input and, when the adapter builds its policy
 through `impl.policies.factory`, faults injected into policy hooks; after every
-step it compares results, errors and snapshots (DESIGN.md §7).
+step it compares results, errors and snapshots (docs/conformance.md).
 
 * `make_machine(factory, policy)` -- the machine class, for pytest (`.TestCase`).
 * `run_conformance(factory, policy, examples, steps, seed)` -- a run without pytest,
@@ -75,7 +75,7 @@ __all__ = [
 
 @runtime_checkable
 class ManagerAdapter(Protocol):
-    """What the engine calls on an implementation (semantics: DESIGN.md §4).
+    """What the engine calls on an implementation (docs/semantics.md, "The CPU manager").
 
     An optional `check_invariants() -> None` (raising on inconsistency) is called
     after every step when present.

@@ -13,7 +13,7 @@ arming, the hook raises a fresh `InjectedFault`:
 
 The policy otherwise behaves exactly like its base class. The manager under test
 must re-raise that very exception and leave its whole observable state as before
-the call (docs/semantics.md, all-or-nothing): a late fault checks that it restores a
+the call (docs/semantics.md, "All-or-nothing"): a late fault checks that it restores a
 policy that *did* change, not only one that refused at once.
 
 The plan also counts hook calls (`counting()`), so that the explorer tries faults

@@ -107,6 +107,7 @@ def obligations(level: Level) -> list[Obligation]:
             tags=("conformance", "gpu"),
             kind=Kind.TESTED,
             bounds=f"{examples} examples x {steps} steps, derandomized",
+            negative_bounds=f"each variant: {max(3 * examples, 200)} examples x {steps} steps",
         ),
         Obligation(
             name="conformance.block_pool",
@@ -118,5 +119,6 @@ def obligations(level: Level) -> list[Obligation]:
             tags=("conformance", "gpu"),
             kind=Kind.TESTED,
             bounds=f"{examples} examples x {steps} steps, derandomized",
+            negative_bounds=f"each variant: {max(3 * examples, 200)} examples x {steps} steps",
         ),
     ]

@@ -74,10 +74,18 @@ def _pick(rnd: random.Random, pool: list[Key], most: int) -> list[Key]:
     return rnd.sample(pool, min(len(pool), rnd.randint(1, most))) if pool else []
 
 
-REGIMES: tuple[tuple[str, float], ...] = (("touch", 0.4), ("churn", 0.3), ("loads", 0.3))
+REGIMES: tuple[tuple[str, float], ...] = (
+    ("touch", 0.25),
+    ("churn", 0.25),
+    ("loads", 0.2),
+    ("pins", 0.3),
+)
 """The run alternates regimes of `REGIME_STEPS` steps: a touch storm (stale entries
 pile up in a policy's indexes until they are compacted), churn (stores of new keys:
-evictions, which read those indexes), and loads (pins and releases)."""
+evictions, which read those indexes), loads (short pins and releases), and pin
+waves (every idle key pinned at once, all released in a shuffled order, then some
+touched: records come back idle out of recency order, so an index that keeps them
+sorted must set them aside, and the touches leave those entries stale)."""
 
 REGIME_STEPS = 150
 
@@ -98,6 +106,17 @@ def _next_call(lock: LockStep, rnd: random.Random, keys: tuple[Key, ...], regime
         if ready and roll < 0.35:  # a long batch with repeats: many moves in one call
             return Call.keys("touch", rnd.choices(ready, k=rnd.randint(8, 48)))
         return Call.keys("touch", _pick(rnd, ready or list(keys), 3))
+    if regime == "pins":
+        if ready and roll < 0.45:
+            return Call.keys("prepare_load", rnd.sample(ready, len(ready)))
+        if loading and roll < 0.8:
+            wave = rnd.sample(loading, len(loading))
+            if roll > 0.75:  # the wave with a key that is not loading at its end: refused whole
+                wave.append(rnd.choice([k for k in keys if k not in loading] or wave))
+            return Call.keys("complete_load", wave)
+        if not ready:
+            return Call.keys("prepare_store", _pick(rnd, list(keys), 3))
+        return Call.keys("touch", _pick(rnd, ready, 4))
     if regime == "churn":
         absent = [k for k in keys if k not in resident]
         return Call.keys("prepare_store", _pick(rnd, absent or list(keys), 2))

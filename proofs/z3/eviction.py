@@ -20,7 +20,7 @@ timestamp), not with another walk:
   remove, move-to-end on touch) keep the list in recency order, which the walk
   above assumes.
 
-The slot obligations (`slots.*`, `proofs/slots.py`) run in this group too.
+The slot obligations (`slots.*`, `proofs/z3/slots.py`) run in this group too.
 
 Every obligation has a negative control: eviction that ignores protection, eviction
 that walks from the most-recent end, an append at the least-recent end, a remove

@@ -21,7 +21,7 @@ and each obligation proves, for every well-formed pre-state with up to K blocks:
   `derive_hook` gives (link at the back when hashed / front when not, unlink, or
   nothing), keep "linked ⇔ ref_cnt == 0" together with well-formedness. (The
   abstract table consecution over unboundedly many blocks is `gpu.consecution.*`
-  in `proofs/lifecycle.py`; this is its bounded refinement onto the linked list.)
+  in `proofs/z3/lifecycle.py`; this is its bounded refinement onto the linked list.)
 
 Each obligation has a negative control: the same claim for a deliberately broken
 operation (a `remove` that forgets `prev`, an `append` that does not bump the

@@ -32,7 +32,7 @@ def test_scanning_arc_matches_the_fast_one(capacity: int, ops: list[tuple[str, i
         for policy, blocks in sides:
             block = blocks.get(key)
             if op == "store" and block is None and len(blocks) < capacity:
-                blocks[key] = BlockStatus(key)
+                blocks[key] = policy.record_class(key)
                 policy.insert(key, blocks[key])
             elif op == "commit" and block is not None and block.ref_cnt == -1:
                 block.ref_cnt = 0
@@ -50,7 +50,7 @@ def test_scanning_arc_matches_the_fast_one(capacity: int, ops: list[tuple[str, i
             elif op == "evict":
                 victims = policy.evict(n, frozenset({key}))
                 for k, _ in victims or ():
-                    del blocks[k]
+                    del blocks[k]  # type: ignore[arg-type]
                 answers.append(None if victims is None else [k for k, _ in victims])
         assert len(set(map(repr, answers))) <= 1
         assert sides[0][0].snapshot() == sides[1][0].snapshot()

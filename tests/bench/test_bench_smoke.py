@@ -37,6 +37,16 @@ def test_quick_run_writes_results_and_plots(tmp_path: Path) -> None:
         assert {"impl-lru/naive", "impl-lru/skeleton"} <= cell["ratios"].keys()
         assert all(v > 0 for v in cell["median_ops_per_s"].values())
     assert {cell["pinned_fraction"] for cell in throughput["cells"]} == {0.0, 0.9}
+    for cell in throughput["cells"]:
+        floor = cell["floor_ratios"]
+        assert floor["dict-floor"] == pytest.approx(1.0)
+        assert set(floor) == set(cell["median_ops_per_s"])
+        for name, (low, high) in cell["spread_ops_per_s"].items():
+            assert low <= cell["median_ops_per_s"][name] <= high
+        assert "impl-arc/impl-lru" in cell["ratios"]
+    assert throughput["vs_vllm"] and all("impl-arc/impl-lru" in r for r in throughput["vs_vllm"])
+    assert throughput["interop"] == {"available": False, "source": "hidden from the tests"}
+    assert any("vllm-lru, vllm-arc not measured" in note for note in throughput["notes"])
     assert throughput["scaling"]
     for b in throughput["scaling_budget"]:
         assert b["allowed_added_us"] > 0
@@ -59,6 +69,10 @@ def test_quick_run_writes_results_and_plots(tmp_path: Path) -> None:
         assert "error" not in result, result.get("error")
         assert (tmp_path / f"{name}.png").stat().st_size > 0
         assert payload["plots"][name].endswith(f"{name}.png")
+        for key in result.get("extra_plots", {}):
+            assert (tmp_path / f"{name}-{key}.png").stat().st_size > 0
+    assert {"throughput-floor", "free_queue-walk"} <= set(payload["plots"])
+    assert payload["meta"]["interop"] == {"python": None, "source": "hidden from the tests"}
 
 
 def test_only_runs_the_named_benchmark(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """ARC scenarios with exact expected lists and targets, run on the model ARC and on
-`ARCCachePolicy` alike (DESIGN.md §4 "ARC"), plus a differential property test and
+`ARCCachePolicy` alike (docs/semantics.md, "ARC"), plus a differential property test and
 checks specific to the fast index (no pinned entry is visited on eviction)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import evictable.impl.policies.arc as arc_module
+import evictable.impl.policies.arc_index as arc_index
 from evictable.impl.block import BlockStatus
-from evictable.impl.policies.arc import ARCCachePolicy
+from evictable.impl.policies.arc import ARCCachePolicy, ArcRecord
 from evictable.impl.policies.factory import create_policy, known_policies
 from evictable.model.arc import ModelArc
 from evictable.model.errors import InvalidArgumentError, InvariantViolationError
@@ -103,7 +103,7 @@ def test_touch_ignores_unknown_and_unhashable_keys(kind: Kind) -> None:
     h = ArcHarness(kind, 3)
     h.ready("a", "b")
     before = h.snap()
-    h.touch("zz", ["unhashable"], None)
+    h.touch("zz", ["unhashable"], None)  # type: ignore[arg-type]
     assert h.snap() == before
 
 
@@ -374,62 +374,180 @@ def test_factory_builds_arc() -> None:
     policy = create_policy("arc", 4)
     assert isinstance(policy, ARCCachePolicy)
     assert policy.name == "arc"
+    assert policy.record_class is ArcRecord
 
 
-def test_evict_never_scans_pinned_entries(monkeypatch: pytest.MonkeyPatch) -> None:
-    policy = ARCCachePolicy(10_003)
-    for i in range(10_003):
-        block = BlockStatus(i)
-        policy.insert(i, block)
-        block.ref_cnt = 0
+def _filled(n: int, pinned: int) -> tuple[ARCCachePolicy, list[ArcRecord]]:
+    """n ready entries in T1 (keys 0..n-1), the `pinned` least recent ones loading."""
+    policy = ARCCachePolicy(n)
+    records = [ArcRecord(i) for i in range(n)]
+    for i, record in enumerate(records):
+        policy.insert(i, record)
+        record.ref_cnt = 0
         policy.mark_evictable(i)
-        if i < 10_000:  # the 10_000 least recent entries get pinned
-            block.ref_cnt = 1
-            policy.mark_non_evictable(i)
-    popped: list[object] = []
-    real_pop = arc_module.heapq.heappop
+    for record in records[:pinned]:
+        record.ref_cnt = 1
+        policy.mark_non_evictable(record.key)
+    return policy, records
 
-    class CountingHeapq:
-        heappush = staticmethod(arc_module.heapq.heappush)
-        heapify = staticmethod(arc_module.heapq.heapify)
 
-        @staticmethod
-        def heappop(heap: list[Any]) -> Any:
-            entry = real_pop(heap)
-            popped.append(entry)
+class _CountingPops:
+    """Counts the heap entries an eviction pops (`arc_index.heappop`)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.popped: list[Any] = []
+        real = arc_index.heappop  # type: ignore[attr-defined]
+
+        def counting(heap: list[Any]) -> Any:
+            entry = real(heap)
+            self.popped.append(entry)
             return entry
 
-    index = policy._elig1
-    garbage = len(index.heap) - len(index.live)
-    # Stale entries left by the 10_000 mark_non_evictable calls were compacted away
-    # down to O(live) ones; each may be popped (and dropped) once, never rescanned.
-    assert garbage <= 2 * len(index.live) + arc_module._COMPACT_SLACK
-    monkeypatch.setattr(arc_module, "heapq", CountingHeapq)
+        monkeypatch.setattr(arc_index, "heappop", counting)
+
+
+def test_evict_never_visits_pinned_entries(monkeypatch: pytest.MonkeyPatch) -> None:
+    policy, _ = _filled(10_003, 10_000)
+    assert [r.key for r in policy._idle1.listed()] == [10_000, 10_001, 10_002]
+    pops = _CountingPops(monkeypatch)
     victims = policy.evict(3, frozenset())
-    assert victims is not None
-    assert [k for k, _ in victims] == [10_000, 10_001, 10_002]
-    assert len(popped) <= 3 + garbage
+    assert victims is not None and [k for k, _ in victims] == [10_000, 10_001, 10_002]
+    assert pops.popped == []
     policy.check_invariants()
 
 
-def test_idle_index_garbage_stays_bounded() -> None:
-    policy = ARCCachePolicy(4)
-    block = BlockStatus(0)
-    policy.insert("a", block)
-    block.ref_cnt = 0
-    policy.mark_evictable("a")
-    for _ in range(1_000):
-        block.ref_cnt = 1
-        policy.mark_non_evictable("a")
-        block.ref_cnt = 0
-        policy.mark_evictable("a")
-        policy.check_invariants()
-    assert len(policy._elig1.heap) <= 2 * 1 + arc_module._COMPACT_SLACK + 1
+def _load_and_release(policy: ARCCachePolicy, records: list[ArcRecord]) -> None:
+    """Pin every record, then release them in the given order."""
+    for record in records:
+        record.ref_cnt = 1
+        policy.mark_non_evictable(record.key)
+    for record in records:
+        record.ref_cnt = 0
+        policy.mark_evictable(record.key)
+
+
+def test_loads_ending_in_list_order_go_to_the_late_ring() -> None:
+    policy, records = _filled(6, 0)
+    _load_and_release(policy, records[1:3])
+    assert [r.key for r in policy._idle1.listed()] == [0, 3, 4, 5, 1, 2]  # ring, late ring
+    assert policy._idle1.heap == []
+    policy.check_invariants()
+    victims = policy.evict(4, frozenset({3}))
+    assert victims is not None and [k for k, _ in victims] == [0, 1, 2, 4]
+    assert policy.snapshot().t1 == (3, 5)
+    policy.check_invariants()
+
+
+def test_loads_ending_out_of_order_go_to_the_heap() -> None:
+    policy, records = _filled(6, 0)
+    _load_and_release(policy, [records[3], records[1], records[2]])
+    assert [r.key for r in policy._idle1.listed()] == [0, 4, 5, 3]
+    assert sorted(int(r.key) for _, r in policy._idle1.heap) == [1, 2]  # type: ignore[call-overload]
+    policy.check_invariants()
+    victims = policy.evict(5, frozenset({4}))
+    assert victims is not None and [k for k, _ in victims] == [0, 1, 2, 3, 5]
+    assert policy._idle1.heap == [] and policy._idle1.marked == 0
+    policy.check_invariants()
+
+
+def test_dormant_heap_entries_are_dropped_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    policy, records = _filled(1_003, 0)
+    older = records[:1_000]
+    _load_and_release(policy, older[::-1])  # the first to the late ring, the rest heaped
+    assert policy._idle1.marked == 999
+    for record in older:  # pinned again: their heap entries go dormant
+        record.ref_cnt = 1
+        policy.mark_non_evictable(record.key)
+    pops = _CountingPops(monkeypatch)
+    victims = policy.evict(3, frozenset())
+    assert victims is not None and [k for k, _ in victims] == [1_000, 1_001, 1_002]
+    assert len(pops.popped) == 999  # each dormant entry dropped, once
+    assert policy._idle1.marked == 0 and policy._idle1.heap == []
+    for record in older:  # unpinned once more: back in a ring, in place
+        record.ref_cnt = 0
+        policy.mark_evictable(record.key)
+    policy.check_invariants()
+    victims = policy.evict(2, frozenset())
+    assert victims is not None and [k for k, _ in victims] == [0, 1]
+
+
+def test_heap_garbage_stays_bounded() -> None:
+    policy = ARCCachePolicy(3_000)
+    for i in range(1_000):  # each round heaps one entry, then a touch makes it garbage
+        trio = [ArcRecord(3 * i + j) for j in range(3)]
+        for j, record in enumerate(trio):
+            policy.insert((i, j), record)
+            record.ref_cnt = 0
+            policy.mark_evictable((i, j))
+        _load_and_release(policy, [trio[1], trio[0]])  # 1 to the late ring, 0 heaped
+        policy.touch([(i, 0)])
+        index = policy._idle1
+        assert len(index.heap) <= 2 * index.marked + arc_index.COMPACT_SLACK + 1
+    policy.check_invariants()
+
+
+def test_a_failed_evict_restores_the_heap() -> None:
+    policy, records = _filled(5, 0)
+    _load_and_release(policy, [records[2], records[0], records[1]])
+    assert policy._idle1.marked == 2
+    before = policy.snapshot()
+    assert policy.evict(5, frozenset({4})) is None
+    assert policy.snapshot() == before
+    policy.check_invariants()
+    victims = policy.evict(4, frozenset({4}))
+    assert victims is not None and [k for k, _ in victims] == [0, 1, 2, 3]
+
+
+def test_rejects_a_record_of_another_class() -> None:
+    policy = ARCCachePolicy(2)
+    with pytest.raises(InvalidArgumentError, match="ArcRecord"):
+        policy.insert("a", BlockStatus(0))
+    assert policy.table == {}
+    policy.check_invariants()
+
+
+def test_checkpoint_and_rollback_restore_every_place() -> None:
+    policy, records = _filled(6, 0)
+    _load_and_release(policy, [records[2], records[1]])  # 2 to the late ring, 1 heaped
+    records[4].ref_cnt = 1
+    policy.mark_non_evictable(4)  # pinned
+    policy.touch([5])
+    before = policy.snapshot()
+    saved = policy.checkpoint()
+    assert policy.evict(3, frozenset()) is not None
+    policy.touch([0, 2, 9])
+    policy.insert("x", ArcRecord(7))
+    policy.rollback(saved)
+    assert policy.snapshot() == before
+    policy.check_invariants()
+    victims = policy.evict(4, frozenset())
+    assert victims is not None and [k for k, _ in victims] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("copier", ["pickle", "deepcopy"])
+def test_copies_relink_the_idle_index(copier: str) -> None:
+    import copy
+    import pickle
+
+    policy, records = _filled(3_000, 0)  # a ring deeper than the recursion limit
+    for record in records[10:20]:
+        record.ref_cnt = 1
+        policy.mark_non_evictable(record.key)
+    for record in records[14:9:-1]:  # one to the late ring, four heaped
+        record.ref_cnt = 0
+        policy.mark_evictable(record.key)
+    clone = pickle.loads(pickle.dumps(policy)) if copier == "pickle" else copy.deepcopy(policy)
+    assert clone.snapshot() == policy.snapshot()
+    clone.check_invariants()
+    expected = policy.evict(30, frozenset())
+    assert expected is not None
+    assert [k for k, _ in expected] == [k for k, _ in clone.evict(30, frozenset()) or ()]
+    assert all(isinstance(r, ArcRecord) for r in clone.table.values())
 
 
 def test_check_invariants_reports_a_corrupted_index() -> None:
     policy = ARCCachePolicy(4)
-    block = BlockStatus(0)
+    block = ArcRecord(0)
     policy.insert("a", block)
     block.ref_cnt = 0  # the manager forgot mark_evictable
     with pytest.raises(InvariantViolationError, match="eligible index"):

@@ -1,11 +1,11 @@
 """Implementation-specific tests of `CPUOffloadingManager`.
 
-The §4 scenarios and bad-input cases live in `test_model_manager.py` (run against the
+The semantics scenarios and bad-input cases live in `test_model_manager.py` (run against the
 model and both implementation paths). Here: all-or-nothing when a policy hook raises
 half way through a batch, a policy breaking its `evict` contract, `check_invariants`
 catching corrupted state, the fast path sharing the LRU's structures, and a small
 Hypothesis differential test (model vs fast path vs generic path). The full
-lock-step conformance engine is `proofs/conformance.py`.
+lock-step conformance engine is `proofs/lockstep/conformance.py`.
 """
 
 from __future__ import annotations

@@ -235,7 +235,7 @@ def test_evicted_and_cleared_records_keep_no_links() -> None:
 
 def test_touch_of_the_most_recent_key_changes_nothing() -> None:
     policy = impl_with(["a", "b"])
-    policy.touch(["b", "zz", ["unhashable"]])
+    policy.touch(["b", "zz", ["unhashable"]])  # type: ignore[list-item]
     assert policy.snapshot() == LruPolicySnapshot(("a", "b"))
     policy.check_invariants()
 

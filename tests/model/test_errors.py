@@ -18,7 +18,7 @@ BLOCKED = [
 
 @pytest.mark.parametrize("cls", KEYED)
 def test_keyed_errors_name_their_keys(cls: type[E.LifecycleError]) -> None:
-    err = cls([b"k1", b"k2"])  # type: ignore[call-arg]
+    err = cls([b"k1", b"k2"])  # type: ignore[arg-type]
     assert err.keys == (b"k1", b"k2")
     assert "b'k1'" in str(err) and "b'k2'" in str(err)
     assert isinstance(err, E.LifecycleError)
@@ -26,7 +26,7 @@ def test_keyed_errors_name_their_keys(cls: type[E.LifecycleError]) -> None:
 
 @pytest.mark.parametrize("cls", BLOCKED)
 def test_block_errors_name_their_block_ids(cls: type[E.LifecycleError]) -> None:
-    err = cls([7, 9])  # type: ignore[call-arg]
+    err = cls([7, 9])  # type: ignore[arg-type]
     assert err.block_ids == (7, 9)
     assert "7" in str(err) and "9" in str(err)
 

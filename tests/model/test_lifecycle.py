@@ -81,9 +81,9 @@ def test_rejects_a_pair_that_is_both_rejected_and_ignored() -> None:
 
 def test_rejects_a_pair_with_no_rule() -> None:
     broken = dataclasses.replace(
-        CPU_MACHINE, ignored=tuple(p for p in CPU_MACHINE.ignored if p != (P, E.TOUCH))
+        CPU_MACHINE, ignored=tuple(p for p in CPU_MACHINE.ignored if p != (P, E.STORE_BEGIN))
     )
-    with pytest.raises(TableError, match=r"\(PENDING, touch\) must be exactly one.*found 0"):
+    with pytest.raises(TableError, match=r"\(PENDING, store_begin\) must be exactly one.*found 0"):
         validate(broken)
 
 
@@ -147,6 +147,8 @@ def test_rejects_a_trap_state() -> None:
         (Phase(L, 1), E.LOAD_END, Phase(R, 0)),
         (Phase(R, 0), E.EVICT, Phase(A, None)),
         (Phase(R, 0), E.TOUCH, Phase(R, 0)),
+        (Phase(L, 2), E.TOUCH, Phase(L, 2)),
+        (Phase(A, None), E.TOUCH, Phase(A, None)),
         (Phase(L, 5), E.RESET, Phase(A, None)),
         (Phase(P, -1), E.RESET, Phase(A, None)),
     ],
@@ -161,8 +163,7 @@ def test_step_follows_the_table(before: Phase, event: CpuEvent, after: Phase) ->
         (Phase(P, -1), E.STORE_BEGIN),
         (Phase(R, 0), E.STORE_COMMIT),
         (Phase(A, None), E.STORE_ABORT),
-        (Phase(L, 2), E.TOUCH),
-        (Phase(A, None), E.TOUCH),
+        (Phase(A, None), E.RESET),
     ],
 )
 def test_step_ignores_tolerated_pairs(before: Phase, event: CpuEvent) -> None:
@@ -232,15 +233,17 @@ EXPECTED_CPU_HOOKS = {
     (E.LOAD_END, L, L): Hook.NONE,
     (E.LOAD_END, L, R): Hook.FLAG_ON,
     (E.EVICT, R, A): Hook.DROP,
+    (E.TOUCH, A, A): Hook.NONE,
+    (E.TOUCH, P, P): Hook.NONE,
     (E.TOUCH, R, R): Hook.NONE,
-    (E.RESET, A, A): Hook.NONE,
+    (E.TOUCH, L, L): Hook.NONE,
     (E.RESET, P, A): Hook.NONE,
     (E.RESET, R, A): Hook.DROP,
     (E.RESET, L, A): Hook.NONE,
 }
 
 
-def test_derived_cpu_hooks_are_design_section_3() -> None:
+def test_derived_cpu_hooks_are_the_expected_ones() -> None:
     derived = {
         (t.event, t.source, t.target): derive_hook(CPU_MACHINE, t) for t in CPU_MACHINE.transitions
     }

@@ -2,7 +2,7 @@
 arithmetic, and ARC through the whole manager (model and implementation alike).
 
 Policy-level scenarios with exact lists run on model and implementation in
-`tests/test_arc_policy.py`."""
+`tests/impl/test_arc_policy.py`."""
 
 from __future__ import annotations
 

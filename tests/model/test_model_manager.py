@@ -1,4 +1,4 @@
-"""Scenario and bad-input tests of the CPU offloading manager semantics (DESIGN.md §4).
+"""Scenario and bad-input tests of the CPU manager (docs/semantics.md, "The CPU manager").
 
 Every test runs against the model (`ModelManager`, the executable spec) and, so that
 the same exact expectations pin the implementation too, against

@@ -121,3 +121,17 @@ def test_format_result_is_one_fixed_format_line() -> None:
     assert line.startswith("counterexample") and "unbounded" in line
     assert "x.y" in line and "line one" in line
     assert r.as_dict()["status"] == "counterexample"
+
+
+def test_a_control_with_its_own_bounds_reports_them() -> None:
+    ob = Obligation(
+        "b",
+        "s",
+        lambda t: proved(),
+        lambda t: refuted("x"),
+        kind=Kind.EXPLORED,
+        bounds="3 slots",
+        negative_bounds="2 slots",
+    )
+    claim, control = run_one(ob)
+    assert (claim.bounds, control.bounds) == ("3 slots", "2 slots")

@@ -1,4 +1,4 @@
-"""Lock-step conformance: impl free queue vs the model (proofs/gpu_conformance.py).
+"""Lock-step conformance: impl free queue vs the model (proofs/lockstep/gpu_machines.py).
 
 Examples come from the Hypothesis profile (tests/conftest.py); the step count is bounded.
 """

@@ -58,3 +58,25 @@ def test_unknown_region_is_an_error() -> None:
         assert "nope" in str(exc)
     else:
         raise AssertionError("an unknown region must be refused")
+
+
+def test_proofs_obligation_list_is_current() -> None:
+    for path, fill in docgen.DOCUMENTS.items():
+        text = path.read_text(encoding="utf-8")
+        assert docgen.render(text, fill()) == text, f"{path.name} is stale: run `make docs`"
+
+
+def test_proofs_list_names_every_obligation_with_its_kind_and_bounds() -> None:
+    from evictable.proofs.registry import collect
+
+    table = docgen.obligations_table("default")
+    for ob in collect("default"):
+        line = next(row for row in table.splitlines() if row.startswith(f"| `{ob.name}` |"))
+        assert f"| {ob.kind.value} |" in line
+
+
+def test_a_new_obligation_makes_the_proofs_list_stale() -> None:
+    text = docgen.PROOFS_PATH.read_text(encoding="utf-8")
+    bodies = docgen.proofs_regions()
+    bodies["obligations"] += "\n| `new.obligation` | tested | 1 example | — |"
+    assert docgen.render(text, bodies) != text

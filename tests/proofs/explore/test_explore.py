@@ -204,7 +204,7 @@ def test_state_limit_reports_incomplete() -> None:
         Bounds(max_ref=0),
         Bounds(slots=-1),
         Bounds(policy="no-such-policy"),
-        Bounds(batch=True),  # type: ignore[arg-type]
+        Bounds(batch=True),
     ],
 )
 def test_rejects_bad_bounds(bad: Bounds) -> None:
@@ -307,7 +307,10 @@ def _rename(value: object, pi: dict[str, str]) -> object:
         return tuple(_rename(v, pi) for v in value)
     if isinstance(value, PrepareStoreOutput):
         return PrepareStoreOutput(
-            *(_rename(getattr(value, f), pi) for f in ("keys_to_store", "slot_ids", "evicted_keys"))
+            *(  # type: ignore[arg-type]
+                _rename(getattr(value, f), pi)
+                for f in ("keys_to_store", "slot_ids", "evicted_keys")
+            )
         )
     if isinstance(value, OffloadingEvent):
         return OffloadingEvent(_rename(value.keys, pi), value.removed)  # type: ignore[arg-type]
@@ -332,17 +335,17 @@ def test_canonical_form_is_invariant_under_key_renaming(
     one, two = ModelManager(2, policy, True), ModelManager(2, policy, True)
     for s in steps:
         op = alpha.ops[s % len(alpha.ops)]
-        renamed = Op(op.method, tuple(pi[k] for k in op.keys), op.success)
+        renamed = Op(op.method, tuple(pi[str(k)] for k in op.keys), op.success)
         a, b = invoke(one, op), invoke(two, renamed)
         r1, v1, v2 = a.raised, a.value, b.value
         assert r1 == b.raised
         if r1:
-            assert type(v1) is type(v2) and _rename(v1.keys, pi) == v2.keys  # type: ignore[attr-defined]
+            assert type(v1) is type(v2) and _rename(v1.keys, pi) == v2.keys
         else:
             assert _rename(v1, pi) == v2
         code1, keys1 = encode(one.snapshot(), True)
         code2, keys2 = encode(two.snapshot(), True)
-        assert code1 == code2 and [pi[k] for k in keys1] == keys2
+        assert code1 == code2 and [pi[str(k)] for k in keys1] == keys2
 
 
 LEFT_TO_THE_OTHER_ENGINES: dict[str, str] = {

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evictable.impl.manager import CPUOffloadingManager
-from evictable.impl.policies import arc
+from evictable.impl.policies import arc_index
 from evictable.proofs.controls.catalogue import by_name
 from evictable.proofs.controls.manager import non_atomic_prepare_load
 from evictable.proofs.lockstep.conformance import make_machine, run_conformance
@@ -11,7 +11,15 @@ from evictable.proofs.lockstep.copies import MODES, copy_modes
 from evictable.proofs.lockstep.faults import PLAN, InjectedFault, fault_policy_name
 from evictable.proofs.lockstep.inputs import Call
 from evictable.proofs.lockstep.long_run import long_run
-from evictable.proofs.lockstep.manager import Copy, Fault, LockStep, Start, Step, replay
+from evictable.proofs.lockstep.manager import (
+    Action,
+    Copy,
+    Fault,
+    LockStep,
+    Start,
+    Step,
+    replay,
+)
 from evictable.proofs.policies import profile
 
 
@@ -21,7 +29,7 @@ def test_the_implementation_survives_every_copy_mode() -> None:
 
 
 def test_a_run_goes_on_with_the_copy() -> None:
-    actions = [
+    actions: list[Action] = [
         Start(3, True, False),
         Step(Call.keys("prepare_store", [b"a", b"b"])),
         Step(Call.keys("complete_store", [b"a"])),
@@ -35,7 +43,7 @@ def test_a_run_goes_on_with_the_copy() -> None:
 
 def test_a_copy_that_shares_state_is_refuted_in_one_call() -> None:
     bug = by_name("copy_shares_slots")
-    actions = [Start(2, False, False), Copy("deepcopy")]
+    actions: list[Action] = [Start(2, False, False), Copy("deepcopy")]
     failure = replay(bug.factory, "lru", None, PLAN, actions)
     assert failure is not None and "shares state" in failure.reason
 
@@ -65,7 +73,7 @@ def test_faults_in_clear_and_late_faults_catch_managers_that_trust_their_policy(
         bug = by_name(name)
         fault_policy = fault_policy_name("lru")
         hook = "clear" if name.startswith("reset") else "touch"
-        start = [
+        start: list[Action] = [
             Start(2, False, True),
             Step(Call.keys("prepare_store", [b"a", b"b"])),
             Step(Call.keys("complete_store", [b"a", b"b"])),
@@ -96,13 +104,13 @@ def test_a_failing_run_names_the_seed_that_reproduces_it() -> None:
 
 def test_the_long_run_reaches_the_compaction_of_arc_heaps(monkeypatch: object) -> None:
     calls = [0]
-    original = arc._EligibleIndex._compact
+    original = arc_index.IdleIndex.compact
 
-    def counting(self: arc._EligibleIndex) -> None:
+    def counting(self: arc_index.IdleIndex) -> None:
         calls[0] += 1
         original(self)
 
-    monkeypatch.setattr(arc._EligibleIndex, "_compact", counting)  # type: ignore[attr-defined]
+    monkeypatch.setattr(arc_index.IdleIndex, "compact", counting)  # type: ignore[attr-defined]
     steps, keys, blocks = profile("arc").long_run or (5000, 5, 4)
     out = long_run(CPUOffloadingManager, "arc", steps, 0, keys, blocks)
     assert out.ok, out.text()
@@ -111,7 +119,8 @@ def test_the_long_run_reaches_the_compaction_of_arc_heaps(monkeypatch: object) -
 
 def test_the_long_run_catches_a_compaction_that_drops_live_entries() -> None:
     bug = by_name("compaction_keeps_garbage")
-    out = long_run(bug.factory, "arc", 5000, 0, 5, 4, shrink_budget_s=1.0)
+    steps, keys, blocks = profile("arc").long_run or (5000, 5, 4)
+    out = long_run(bug.factory, "arc", steps, 0, keys, blocks, shrink_budget_s=1.0)
     assert not out.ok and "seed 0" in out.text()
 
 

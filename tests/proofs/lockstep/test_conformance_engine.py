@@ -21,7 +21,7 @@ from evictable.proofs.lockstep.conformance import (
 )
 from evictable.proofs.obligations import Status
 
-SMALL = {"examples": 40, "steps": 25, "seed": 1}
+SMALL: dict[str, Any] = {"examples": 40, "steps": 25, "seed": 1}
 
 
 def _failed(record: ConformanceRecord) -> None:

@@ -87,7 +87,7 @@ def test_the_explorer_reports_a_hanging_call_as_the_failing_edge() -> None:
 def test_the_lazy_engines_report_a_scan_that_never_ends() -> None:
     bug = by_name("wrap_around_scan")
     with guard_session(0.3):
-        found = lockstep_search(BOUNDS["quick"][0], bug.factory)
+        found = lockstep_search(BOUNDS["quick"][0], bug.factory)  # type: ignore[arg-type]
         out = run_machine(lazy_machine(BlockPool, bug.factory), 50, 20, shrink=False)
     assert found.found is not None and "did not return within" in found.found.reason
     assert found.path and str(found.path[-1]).startswith("scanner.step")

@@ -1,6 +1,7 @@
-"""Refinement bridge: the Z3 queue operations of proofs/free_queue.py, evaluated on
-concrete queues, do exactly what impl/free_queue.py does (so the proofs speak about
-the code that runs), and every real queue satisfies the Z3 well-formedness predicate.
+"""Refinement bridge, at random on larger queues: the Z3 queue operations of
+proofs/z3/free_queue.py, evaluated on concrete queues, do exactly what impl/free_queue.py
+does, and every real queue satisfies the Z3 well-formedness predicate. (`evictable
+verify` runs the exhaustive form on small queues: `bridge.free_queue`.)
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evictable.impl.free_queue import FreeKVCacheBlockQueue, KVCacheBlock
+from evictable.proofs.z3.bridges import encode_queue, ground_queue
 from evictable.proofs.z3.free_queue import (
-    NIL,
     QState,
     op_append_n,
     op_popleft,
@@ -27,40 +28,12 @@ K = 5
 
 
 def encode(q: FreeKVCacheBlockQueue, blocks: list[KVCacheBlock]) -> QState:
-    """The concrete queue as Z3 arrays (ground terms)."""
-
-    def node_id(b: KVCacheBlock | None) -> int:
-        if b is None:
-            return NIL
-        if b is q.fake_free_list_head:
-            return K
-        if b is q.fake_free_list_tail:
-            return K + 1
-        return b.block_id
-
-    nodes = [*blocks, q.fake_free_list_head, q.fake_free_list_tail]
-    nxt: Any = z3.K(z3.IntSort(), z3.IntVal(NIL))
-    prv: Any = z3.K(z3.IntSort(), z3.IntVal(NIL))
-    linked: Any = z3.K(z3.IntSort(), z3.BoolVal(False))
-    for i, b in enumerate(nodes):
-        nxt = z3.Store(nxt, i, node_id(b.next_free_block))
-        prv = z3.Store(prv, i, node_id(b.prev_free_block))
-        if i < K:
-            linked = z3.Store(linked, i, b.owner is q)
-    return QState(K, nxt, prv, linked, z3.IntVal(q.num_free_blocks))
+    """The concrete queue as Z3 arrays (ground terms), as `bridge.free_queue` encodes it."""
+    return encode_queue(q, blocks, K)
 
 
-def ground(s: QState) -> tuple[list[int], list[int], list[bool], int]:
-    def val(t: Any) -> Any:
-        v = z3.simplify(t)
-        return z3.is_true(v) if z3.is_bool(v) else v.as_long()
-
-    return (
-        [val(z3.Select(s.nxt, i)) for i in range(K + 2)],
-        [val(z3.Select(s.prv, i)) for i in range(K + 2)],
-        [val(z3.Select(s.linked, i)) for i in range(K)],
-        val(s.count),
-    )
+def ground(s: QState) -> tuple[Any, ...]:
+    return ground_queue(s, K)
 
 
 queues = st.permutations(range(K)).flatmap(

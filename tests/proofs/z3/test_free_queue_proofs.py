@@ -1,4 +1,4 @@
-"""The free-queue Z3 obligations (proofs/free_queue.py) at the quick bound, with controls."""
+"""The free-queue Z3 obligations (proofs/z3/free_queue.py) at the quick bound, with controls."""
 
 from __future__ import annotations
 

@@ -1,29 +1,28 @@
-"""The counter obligations are proved and a missed counter update is refuted."""
+"""The counter obligations aim at the implementation's per-operation updates: each is
+proved, and each operation forgetting one of its updates is refuted, naming the counter."""
 
 from __future__ import annotations
 
 import pytest
 
-from evictable.model.lifecycle import (
-    CPU_MACHINE,
-    GPU_MACHINE,
-    CpuEvent,
-    Machine,
-    Transition,
-    counter_delta,
-)
+from evictable.model.lifecycle import CPU_MACHINE
 from evictable.proofs.obligations import Status
 from evictable.proofs.z3 import counters
+from evictable.proofs.z3.counter_rules import (
+    COUNTER_RULES,
+    CallCounts,
+    counters_after,
+    forgetting,
+)
+from evictable.proofs.z3.manager_ops import OPS, Variant
 from tests.obligation_checks import TIMEOUT_S, assert_proved, refuted_control
 
 OBLIGATIONS = {ob.name: ob for ob in counters.obligations("quick")}
 
 
-def test_every_declared_counter_has_an_unbounded_and_a_batch_obligation() -> None:
-    for m in (CPU_MACHINE, GPU_MACHINE):
-        for name in m.counters:
-            assert f"{m.name}.counters.{name}" in OBLIGATIONS
-            assert f"{m.name}.counters.{name}.batch" in OBLIGATIONS
+def test_every_operation_that_updates_a_counter_has_an_obligation() -> None:
+    assert {f"counters.{op}" for op in OPS if op != "touch"} == set(OBLIGATIONS)
+    assert set(COUNTER_RULES) == set(OPS)
 
 
 @pytest.mark.parametrize("name", sorted(OBLIGATIONS))
@@ -32,36 +31,31 @@ def test_obligation_is_proved(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(OBLIGATIONS))
-def test_negative_control_gives_a_counterexample(name: str) -> None:
-    assert "violated: counter_matches" in refuted_control(OBLIGATIONS[name])
+def test_negative_control_names_the_counter_that_drifts(name: str) -> None:
+    assert "_tracks_count" in refuted_control(OBLIGATIONS[name])
 
 
-def _missed_on_load_end(machine: Machine, t: Transition) -> dict[str, int]:
-    d = counter_delta(machine, t)
-    if t.event is CpuEvent.LOAD_END:
-        d["num_evictable"] = 0  # the seeded bug: load end to ref 0 not counted
-    return d
-
-
-def test_missed_evictable_increment_on_load_end_is_named() -> None:
-    outcome = counters.check_counter_step(
-        CPU_MACHINE, "num_evictable", TIMEOUT_S, _missed_on_load_end
-    )
+def test_forgotten_eviction_decrement_is_the_seeded_counter_drift() -> None:
+    variant = Variant(counters=forgetting("prepare_store", "victims"))
+    outcome = counters.check_counters(CPU_MACHINE, "prepare_store", 2, TIMEOUT_S, variant)
     assert outcome.status is Status.COUNTEREXAMPLE
-    assert (
-        "transition load_end LOADING->READY (delta num_evictable +0, but #READY "
-        "changes by +1)" in outcome.counterexample
-    )
+    text = outcome.counterexample
+    assert "READY(ref 0, listed, slot" in text and "-> ABSENT" in text  # a victim
+    assert text.endswith("violated: num_evictable_tracks_count")
 
 
-def test_batch_counterexample_lists_the_offending_block_first() -> None:
-    outcome = counters.check_counter_batch(
-        CPU_MACHINE, "num_evictable", 3, TIMEOUT_S, _missed_on_load_end
-    )
-    assert outcome.status is Status.COUNTEREXAMPLE
-    first_block = outcome.counterexample.split("; block ")[1]
-    assert "load_end LOADING->READY" in first_block
+def test_the_rule_is_the_implementations_arithmetic() -> None:
+    did = CallCounts(victims=2, stored=3, acted=1, pinned=1, unpinned=2)
+    assert counters_after("prepare_store", 5, 0, did) == (3, 3)
+    assert counters_after("complete_store.success", 5, 2, did) == (6, 1)
+    assert counters_after("complete_store.failure", 5, 2, did) == (5, 1)
+    assert counters_after("prepare_load", 5, 0, did) == (4, 0)
+    assert counters_after("complete_load", 5, 0, did) == (7, 0)
+    assert counters_after("touch", 5, 1, did) == (5, 1)
+    assert counters_after("reset_cache", 5, 1, did) == (0, 0)
 
 
-def test_batch_size_grows_with_level() -> None:
-    assert counters.BLOCKS["quick"] < counters.BLOCKS["default"] <= counters.BLOCKS["thorough"]
+def test_batch_bound_grows_with_level() -> None:
+    quick = counters.obligations("quick")[0].bounds
+    thorough = counters.obligations("thorough")[0].bounds
+    assert "<= 2 keys" in quick and "<= 4 keys" in thorough

@@ -1,0 +1,153 @@
+"""The bugs the eviction and slot encodings' negative controls describe, planted in code.
+
+`proofs/z3/eviction.py` and `proofs/z3/slots.py` refute broken *encodings* (an
+eviction that ignores protection, an allocator that does not advance the high-water
+mark, ...). The obligations of `proofs.z3.bound` evaluate those encodings on
+concrete inputs against the implementation itself; their negative controls are
+these implementations with exactly those bugs, which must be caught.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Set
+
+from evictable.impl.block import BlockStatus
+from evictable.impl.policies.arc import ARCCachePolicy
+from evictable.impl.policies.lru import LRUCachePolicy, unlink
+from evictable.impl.slots import SlotAllocator
+from evictable.model.types import Key
+from evictable.proofs.controls.policies import EvictionIgnoresProtected, TouchPromotesPending
+
+__all__ = [
+    "ARC_BUGS",
+    "LRU_EVICTION_BUGS",
+    "LRU_ORDER_BUGS",
+    "SLOT_BUGS",
+    "ArcEvictsPinned",
+    "LruEvictsMostRecent",
+    "LruLinksAtLeastRecentEnd",
+    "LruRemoveSwapsLast",
+    "LruTouchInPlace",
+    "SlotsFifoReuse",
+    "SlotsFreeForgets",
+    "SlotsNoHighWaterBump",
+    "SlotsResetKeepsStack",
+]
+
+
+class LruEvictsMostRecent(LRUCachePolicy):
+    """`evict` walks the evictable list from the most-recent end."""
+
+    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
+        chosen = [b for b in reversed(list(self.listed())) if b.key not in protected][:n]
+        if len(chosen) < n:
+            return None
+        unlink(chosen)
+        for b in chosen:
+            del self.blocks[b.key]
+        return [(b.key, b) for b in chosen]
+
+
+class LruLinksAtLeastRecentEnd(LRUCachePolicy):
+    """`mark_evictable` links the key at the least-recent end (it is evicted first)."""
+
+    def mark_evictable(self, key: Key) -> None:
+        order = [self.blocks[key], *self.listed()]
+        self._relink(order)
+
+
+class LruRemoveSwapsLast(LRUCachePolicy):
+    """`mark_non_evictable` fills the hole with the most recent entry (swap-remove)."""
+
+    def mark_non_evictable(self, key: Key) -> None:
+        order = list(self.listed())
+        at = order.index(self.blocks[key])
+        last = order.pop()
+        if at < len(order):
+            order[at] = last
+        self._relink(order)
+        b = self.blocks[key]
+        b.prev = b.next = None
+
+
+class LruTouchInPlace(LRUCachePolicy):
+    """`touch` refreshes a key where it stands instead of moving it to the recent end."""
+
+    def touch(self, keys: Iterable[Key]) -> None:
+        return
+
+
+LRU_EVICTION_BUGS: dict[str, type[LRUCachePolicy]] = {
+    "ignores protection": EvictionIgnoresProtected,
+    "walks from the most-recent end": LruEvictsMostRecent,
+}
+LRU_ORDER_BUGS: dict[str, type[LRUCachePolicy]] = {
+    "links at the least-recent end": LruLinksAtLeastRecentEnd,
+    "swaps the last entry into the hole": LruRemoveSwapsLast,
+    "refreshes in place": LruTouchInPlace,
+}
+
+
+class SlotsNoHighWaterBump(SlotAllocator):
+    """Handing out a fresh id does not advance the high-water mark."""
+
+    def take(self, count: int, released: Iterable[int] = ()) -> list[int]:
+        high = self.high_water
+        out = super().take(count, released)
+        if high < self.capacity:
+            self.high_water = high
+        return out
+
+
+class SlotsFreeForgets(SlotAllocator):
+    """A freed id is never pushed on the free stack."""
+
+    def release(self, ids: Iterable[int]) -> None:
+        return
+
+
+class SlotsResetKeepsStack(SlotAllocator):
+    """Reset makes every id fresh but keeps the free stack."""
+
+    def reset(self) -> None:
+        self.high_water = 0
+
+
+class SlotsFifoReuse(SlotAllocator):
+    """Freed ids are reused oldest first (a queue) instead of last first."""
+
+    def take(self, count: int, released: Iterable[int] = ()) -> list[int]:
+        self.freed.extend(released)
+        fresh = min(count, self.capacity - self.high_water)
+        out = list(range(self.high_water, self.high_water + fresh))
+        self.high_water += fresh
+        rest = count - fresh
+        out += self.freed[:rest]
+        del self.freed[:rest]
+        return out
+
+
+SLOT_BUGS: dict[str, type[SlotAllocator]] = {
+    "does not advance the high-water mark": SlotsNoHighWaterBump,
+    "does not push a freed id": SlotsFreeForgets,
+    "keeps the free stack on reset": SlotsResetKeepsStack,
+    "reuses the oldest freed id (FIFO)": SlotsFifoReuse,
+}
+
+
+class ArcEvictsPinned(ARCCachePolicy):
+    """`evict` takes any resident entry, pinned (loading) or pending ones too: it reads
+    every resident as idle (the bug of the ARC model control `EvictsPinned`)."""
+
+    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
+        for block in list(self.table.values()):
+            if block.ref_cnt != 0:  # BUG: every resident counts as idle
+                block.ref_cnt = 0
+                self.mark_evictable(block.key)
+        return super().evict(n, protected)
+
+
+ARC_BUGS: dict[str, type[ARCCachePolicy]] = {
+    "touch promotes a pending key": TouchPromotesPending,
+    "evicts pinned entries": ArcEvictsPinned,
+}

@@ -1,0 +1,265 @@
+"""Deliberately broken lifecycle tables: one realistic change to `CPU_MACHINE` each.
+
+A mutant is built with `dataclasses.replace`, so it bypasses `lifecycle.validate`
+(most would be rejected at import -- which is exactly why the proofs must catch them
+on their own). The builders name the classes of change a table's author can make:
+a rejection turned into a no-op (`rejection_to_noop`) or into a transition
+(`rejection_to_row`), a tolerated no-op turned into a transition (`noop_to_row`), a
+row dropped (`row_to_noop`), a wrong target (`retarget`), a wrong ref effect
+(`reupdate`), and a dead row (`dead_row_table`). A dropped hook is a broken hook
+derivation rather than a table (`proofs.z3.lifecycle.overriding`).
+
+`ENABLEDNESS_CONTROLS` and `SAFETY_CONTROLS` are the negative controls of
+`proofs.z3.enabledness`; `TABLE_MUTANTS` has one mutant per class, for the tests
+that show which Z3 obligation catches each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Hashable
+
+from evictable.model.lifecycle import (
+    CpuEvent,
+    CpuState,
+    Event,
+    GpuEvent,
+    GpuState,
+    Hook,
+    Machine,
+    Phase,
+    RefGuard,
+    RefUpdate,
+    Transition,
+)
+from evictable.model.machine import (
+    CLEAR,
+    INC,
+    KEEP,
+    SET_IDLE,
+    SET_ONE,
+    SET_STORE,
+    rejection_error,
+)
+from evictable.model.manager import ModelManager
+from evictable.model.types import Key
+
+__all__ = [
+    "ENABLEDNESS_CONTROLS",
+    "SAFETY_CONTROLS",
+    "TABLE_MUTANTS",
+    "MissesMarkEvictableOnLoadEnd",
+    "dead_row_table",
+    "gpu_dead_row_table",
+    "noop_to_row",
+    "rejection_to_noop",
+    "rejection_to_row",
+    "retarget",
+    "reupdate",
+    "row_to_noop",
+    "step_ignoring_guards",
+]
+
+A, P, R, L = CpuState.ABSENT, CpuState.PENDING, CpuState.READY, CpuState.LOADING
+E = CpuEvent
+
+Mutant = Callable[[Machine], tuple[Machine, str]]
+"""A table mutant: the broken copy of a table and a one-line description."""
+
+
+def _without_rejection(m: Machine, event: CpuEvent, state: CpuState) -> Machine:
+    kept = tuple(r for r in m.rejections if not (r.event is event and r.state is state))
+    if len(kept) == len(m.rejections):
+        raise KeyError(f"{m.name}: {event.value} on {state.name} is not rejected")
+    return dataclasses.replace(m, rejections=kept)
+
+
+def _without_noop(m: Machine, event: CpuEvent, state: CpuState) -> Machine:
+    kept = tuple(p for p in m.ignored if p != (state, event))
+    if len(kept) == len(m.ignored):
+        raise KeyError(f"{m.name}: {event.value} on {state.name} is not ignored")
+    return dataclasses.replace(m, ignored=kept)
+
+
+def _add_row(m: Machine, row: Transition) -> Machine:
+    return dataclasses.replace(m, transitions=(*m.transitions, row))
+
+
+def _row(m: Machine, event: CpuEvent, source: CpuState, target: CpuState) -> int:
+    for i, t in enumerate(m.transitions):
+        if t.event is event and t.source is source and t.target is target:
+            return i
+    raise KeyError(f"{m.name}: no row {event.value} {source.name}->{target.name}")
+
+
+def rejection_to_noop(m: Machine, event: CpuEvent, state: CpuState) -> Machine:
+    """The table tolerates `event` on `state` instead of rejecting it."""
+    cut = _without_rejection(m, event, state)
+    return dataclasses.replace(cut, ignored=(*cut.ignored, (state, event)))
+
+
+def rejection_to_row(
+    m: Machine, event: CpuEvent, state: CpuState, target: CpuState, update: RefUpdate
+) -> Machine:
+    """The table accepts `event` on `state` (a row to `target`) instead of rejecting it."""
+    return _add_row(
+        _without_rejection(m, event, state), Transition(event, state, target, RefGuard.ANY, update)
+    )
+
+
+def noop_to_row(
+    m: Machine, event: CpuEvent, state: CpuState, target: CpuState, update: RefUpdate
+) -> Machine:
+    """A tolerated no-op becomes a row to `target`."""
+    return _add_row(
+        _without_noop(m, event, state), Transition(event, state, target, RefGuard.ANY, update)
+    )
+
+
+def row_to_noop(m: Machine, event: CpuEvent, source: CpuState, target: CpuState) -> Machine:
+    """A row is dropped and its (state, event) pair tolerated as a no-op."""
+    rows = list(m.transitions)
+    del rows[_row(m, event, source, target)]
+    return dataclasses.replace(m, transitions=tuple(rows), ignored=(*m.ignored, (source, event)))
+
+
+def retarget(
+    m: Machine, event: CpuEvent, source: CpuState, target: CpuState, new: CpuState
+) -> Machine:
+    """The row `event` `source`->`target` goes to `new` instead."""
+    rows = list(m.transitions)
+    i = _row(m, event, source, target)
+    rows[i] = dataclasses.replace(rows[i], target=new)
+    return dataclasses.replace(m, transitions=tuple(rows))
+
+
+def reupdate(
+    m: Machine, event: CpuEvent, source: CpuState, target: CpuState, update: RefUpdate
+) -> Machine:
+    """The row `event` `source`->`target` has the ref effect `update` instead."""
+    rows = list(m.transitions)
+    i = _row(m, event, source, target)
+    rows[i] = dataclasses.replace(rows[i], update=update)
+    return dataclasses.replace(m, transitions=tuple(rows))
+
+
+def dead_row_table(m: Machine) -> Machine:
+    """`evict` on LOADING is a row (LOADING -> ABSENT) instead of a rejection.
+
+    The manager evicts only the policy's victims, which are listed, so the row can
+    never fire: a dead row (and, were it fired, an eviction under a running load).
+    """
+    return rejection_to_row(m, E.EVICT, L, A, CLEAR)
+
+
+def gpu_dead_row_table(m: Machine) -> Machine:
+    """The GPU table with `allocate` on IN_USE a row (IN_USE -> IN_USE, ref + 1) instead
+    of a rejection: the pool allocates only blocks it takes from the free queue, so the
+    row can never fire."""
+    kept = tuple(
+        r for r in m.rejections if not (r.event is GpuEvent.ALLOCATE and r.state is GpuState.IN_USE)
+    )
+    row = Transition(GpuEvent.ALLOCATE, GpuState.IN_USE, GpuState.IN_USE, RefGuard.ANY, INC)
+    return dataclasses.replace(m, transitions=(*m.transitions, row), rejections=kept)
+
+
+def _mutant(build: Callable[[Machine], Machine], text: str) -> Mutant:
+    return lambda m: (build(m), text)
+
+
+ENABLEDNESS_CONTROLS: dict[CpuEvent, Mutant] = {
+    E.STORE_BEGIN: _mutant(
+        lambda m: noop_to_row(m, E.STORE_BEGIN, R, P, SET_STORE),
+        "store_begin on READY restarting the store (a no-op turned into a transition)",
+    ),
+    E.STORE_COMMIT: _mutant(
+        lambda m: noop_to_row(m, E.STORE_COMMIT, L, R, SET_IDLE),
+        "store_commit on LOADING dropping its loads",
+    ),
+    E.STORE_ABORT: _mutant(
+        lambda m: noop_to_row(m, E.STORE_ABORT, R, A, CLEAR),
+        "store_abort on READY dropping an idle block",
+    ),
+    E.LOAD_BEGIN: _mutant(
+        lambda m: rejection_to_noop(m, E.LOAD_BEGIN, P),
+        "load_begin on PENDING tolerated as a no-op (a rejection turned into a no-op)",
+    ),
+    E.LOAD_END: _mutant(
+        lambda m: rejection_to_row(m, E.LOAD_END, R, R, KEEP),
+        "load_end on READY accepted (a rejection turned into a transition)",
+    ),
+    E.EVICT: _mutant(dead_row_table, "evict on LOADING accepted (LOADING -> ABSENT)"),
+    E.TOUCH: _mutant(
+        lambda m: row_to_noop(m, E.TOUCH, P, P),
+        "touch on PENDING ignored, so the policy never sees the key",
+    ),
+    E.RESET: _mutant(
+        lambda m: retarget(m, E.RESET, L, A, L), "reset keeping a LOADING block resident"
+    ),
+}
+"""One mutant per event, for `enabledness.<event>`."""
+
+SAFETY_CONTROLS: dict[str, Mutant] = {
+    "loads_read_written_data": _mutant(
+        lambda m: rejection_to_row(m, E.LOAD_BEGIN, P, L, SET_ONE),
+        "load_begin on PENDING reading data still being written",
+    ),
+    "evicts_only_idle": _mutant(dead_row_table, "evict on LOADING (under a running load)"),
+    "store_abort_changes_only_pending": _mutant(
+        lambda m: noop_to_row(m, E.STORE_ABORT, R, A, CLEAR),
+        "store_abort on READY dropping an idle block",
+    ),
+    "reset_ends_absent": _mutant(
+        lambda m: retarget(m, E.RESET, L, A, L), "reset keeping a LOADING block resident"
+    ),
+    "touch_changes_nothing": _mutant(
+        lambda m: retarget(m, E.TOUCH, L, L, R), "touch making a LOADING block READY"
+    ),
+}
+"""One mutant per safety property, for `safety.<property>`."""
+
+TABLE_MUTANTS: dict[str, Mutant] = {
+    "rejection to no-op": ENABLEDNESS_CONTROLS[E.LOAD_BEGIN],
+    "rejection to transition": SAFETY_CONTROLS["loads_read_written_data"],
+    "dead row": _mutant(dead_row_table, "evict on LOADING, a row the manager never fires"),
+    "wrong target": _mutant(
+        lambda m: retarget(m, E.LOAD_END, L, R, L), "load_end LOADING->READY going to LOADING"
+    ),
+    "wrong ref effect": _mutant(
+        lambda m: reupdate(m, E.LOAD_BEGIN, R, L, KEEP), "load_begin READY->LOADING keeping ref 0"
+    ),
+}
+"""One table mutant per class of the issue's list (the dropped hook is a derivation:
+see `proofs.z3.lifecycle.overriding`)."""
+
+
+# ------------------------------------------------------------------ broken executions
+
+
+def step_ignoring_guards(machine: Machine, phase: Phase, event: Event, item: Hashable) -> Phase:
+    """`model.lifecycle.step` that forgets the ref guards: the first row of (state, event)
+    fires whatever the ref count (so `load_end` on LOADING at ref 1 stays LOADING)."""
+    for t in machine.transitions_from(phase.state, event):
+        return Phase(t.target, t.update.apply(phase.ref))
+    if machine.rejection(phase.state, event) is not None:
+        raise rejection_error(machine, phase, event, item)
+    return phase
+
+
+class MissesMarkEvictableOnLoadEnd(ModelManager):
+    """The model manager, except that the load end taking a key to READY never tells
+    the policy (`mark_evictable`): the key is idle but never offered for eviction."""
+
+    _event: CpuEvent | None = None
+
+    def _fire(self, key: Key, event: CpuEvent) -> Transition | None:
+        self._event = event
+        try:
+            return super()._fire(key, event)
+        finally:
+            self._event = None
+
+    def _call_hook(self, hook: Hook, key: Key) -> None:
+        if hook is Hook.FLAG_ON and self._event is CpuEvent.LOAD_END:
+            return  # BUG: mark_evictable dropped
+        super()._call_hook(hook, key)

@@ -1,0 +1,476 @@
+"""Manager-level Z3 obligations: an inductive invariant over an unbounded key sort.
+
+The per-block lifecycle proofs (`proofs.z3.lifecycle`) reduce to one block at a
+time. The bugs of real managers live one level up -- in batches, in evictions, in
+which hook a call makes for which key, in slots and counters -- so these obligations
+speak about the whole manager (`proofs.z3.manager_state`: state, ref, listed, slot
+per key of an uninterpreted `Key` sort; owner, stack position per slot id; the free
+stack, the high-water mark, the counters) and about each public operation as a
+relation over a batch of keys (`proofs.z3.manager_ops`), built from the table.
+
+* `manager.initiation` -- a fresh manager satisfies the invariant.
+* `manager.consecution.<op>` -- for every operation (`prepare_store`,
+  `complete_store.success` / `.failure`, `prepare_load`, `complete_load`, `touch`,
+  `reset_cache`): from any state satisfying the invariant, with any number of keys
+  and slots and any batch of up to B keys, the post-state satisfies the invariant
+  (`listed ⇔ READY` and the block invariants for every key; slots owned injectively;
+  the free stack; fresh ⊎ free ⊎ owned) and the operation's claims hold (a rejected
+  call changes nothing; slots never run out; victims are READY and no input key;
+  each counter changes by the change of its count). Bounded in the batch only.
+* `manager.nonvacuity` -- every branch of every operation (each rejection, an
+  eviction, a None return, an ignored key, duplicates) happens from some state
+  satisfying the invariant, so no claim above holds vacuously.
+* `manager.rows` -- every row of the table fires in some operation from some state
+  satisfying the invariant: a row the manager can never execute is a dead row.
+
+The table is looked up in `model.lifecycle` when `obligations` is called (a test
+may patch a broken one in); the invariant is always the reference table's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import z3
+
+from evictable.model import lifecycle
+from evictable.model.lifecycle import CpuEvent, CpuState, Hook, Machine
+from evictable.proofs.controls.tables import dead_row_table
+from evictable.proofs.obligations import (
+    Kind,
+    Obligation,
+    Outcome,
+    Status,
+    proved,
+    refuted,
+    remaining,
+)
+from evictable.proofs.registry import Level
+from evictable.proofs.z3.counter_rules import forgetting
+from evictable.proofs.z3.lifecycle import overriding, replace_state, row_index
+from evictable.proofs.z3.manager_ops import (
+    MANAGER,
+    OPS,
+    Step,
+    Variant,
+    choice,
+    relation,
+)
+from evictable.proofs.z3.manager_state import (
+    REFERENCE,
+    SS,
+    UNBOUNDED,
+    BoundedWorld,
+    MState,
+    World,
+    initial_facts,
+    invariant,
+)
+from evictable.proofs.z3.solver import z3_valid
+
+__all__ = [
+    "BATCH",
+    "WITNESS_WORLD",
+    "check_consecution",
+    "check_initiation",
+    "check_nonvacuity",
+    "check_rows",
+    "consecution_query",
+    "decide",
+    "obligations",
+    "render_step",
+    "search_consecution",
+]
+
+BATCH: dict[str, int] = {"quick": 2, "default": 3, "thorough": 4}
+"""B, the most keys in one call, per level (keys and slots are unbounded)."""
+
+WITNESS_WORLD = BoundedWorld(keys=3, slots=2)
+"""Where satisfiability witnesses are sought (a witness anywhere is a witness)."""
+
+Term = Any
+
+
+# ------------------------------------------------------------------ rendering
+
+
+def _val(model: Any, term: Term) -> Any:
+    return model.eval(term, model_completion=True)
+
+
+def _state_name(model: Any, term: Term) -> str:
+    return SS.decode(_val(model, term)).name
+
+
+def _key_names(model: Any, world: World) -> Callable[[Term], str]:
+    seen: dict[str, str] = {}
+
+    def name(key: Term) -> str:
+        if world.bounded:
+            return f"k{world.key_index(model, key)}"
+        text = str(_val(model, key))
+        return seen.setdefault(text, f"k{len(seen)}")
+
+    return name
+
+
+def _stack(model: Any, m: MState) -> list[int]:
+    height = _val(model, m.sp).as_long()
+    return [_val(model, m.stack(i)).as_long() for i in range(max(0, min(height, 8)))]
+
+
+def render_key(model: Any, m: MState, key: Term) -> str:
+    """One key as `model` assigns it: `READY(ref 0, listed, slot 1)`, `ABSENT`."""
+    state = SS.decode(_val(model, m.state(key)))
+    listed = ", listed" if z3.is_true(_val(model, m.listed(key))) else ""
+    if not REFERENCE.spec(state).resident:
+        return f"{state.name}{listed}"
+    return f"{state.name}(ref {_val(model, m.ref(key))}{listed}, slot {_val(model, m.slot(key))})"
+
+
+def render_step(model: Any, world: World, step: Step) -> str:
+    """The call as `model` assigns it: each acting key before and after, then the slots
+    and counters before and after."""
+    name = _key_names(model, world)
+    parts: dict[str, str] = {}
+    for a in step.actors:
+        if z3.is_true(_val(model, a.active)):
+            who = name(a.key)
+            before = parts.get(who, f"{who}: {render_key(model, step.pre, a.key)}")
+            parts[who] = before.split(" -> ")[0] + f" -> {render_key(model, step.post, a.key)}"
+    pre, post = step.pre, step.post
+    head = "rejected" if z3.is_true(_val(model, step.rejected)) else "accepted"
+    return (
+        f"{step.op} ({head}): {'; '.join(parts.values()) or 'no key acts'}; "
+        f"high_water {_val(model, pre.hw)} -> {_val(model, post.hw)}, "
+        f"free stack {_stack(model, pre)} -> {_stack(model, post)}, "
+        f"num_evictable {_val(model, pre.num_evictable)} -> {_val(model, post.num_evictable)}, "
+        f"num_pending {_val(model, pre.num_pending)} -> {_val(model, post.num_pending)}"
+    )
+
+
+# ------------------------------------------------------------------ checks
+
+
+def _failed_claims(claims: dict[str, Term], assumptions: list[Term], timeout_s: float) -> Outcome:
+    """All claims at once (quantified: the unbounded world); a failure is re-checked
+    claim by claim to name the ones that fail."""
+    whole = z3_valid(z3.And(*claims.values()), timeout_s, lambda _m: "", assumptions)
+    if whole.status is not Status.COUNTEREXAMPLE:
+        return whole
+    failed = [
+        name
+        for name, claim in claims.items()
+        if z3_valid(claim, timeout_s, lambda _m: "", assumptions).status is Status.COUNTEREXAMPLE
+    ]
+    return refuted(f"(unbounded world); violated: {', '.join(failed) or '(together)'}")
+
+
+Query = tuple[dict[str, Term], list[Term], Callable[[Any], str]]
+"""A claim set, its assumptions, and how to render a counterexample model."""
+
+SEARCH_S = 3.0
+"""The longest one counterexample search in a finite world may take."""
+
+PROOF_S = 5.0
+"""How long the unbounded proof is tried before a wider counterexample search (proofs
+take about a second at the default batch bound); then it is tried again with the
+rest of the budget."""
+
+
+def counterexample_world(batch: int) -> BoundedWorld:
+    """A finite world for counterexamples to calls of up to `batch` keys: room for the
+    batch, a victim and one key more, and two slots."""
+    return BoundedWorld(keys=batch + 2, slots=2)
+
+
+def _search(query: Query, timeout_s: float) -> Outcome | None:
+    """A counterexample in a finite world (every claim quantifier-free there, so the
+    failing ones are read off the model), or None when there is none (or no time)."""
+    claims, assumptions, describe = query
+    s = z3.Solver()
+    s.set("timeout", int(min(SEARCH_S, remaining(timeout_s)) * 1000))
+    s.add(*assumptions)
+    s.add(z3.Not(z3.And(*claims.values())))
+    if s.check() != z3.sat:
+        return None
+    model = s.model()
+    failed = [n for n, c in claims.items() if z3.is_false(model.eval(c, model_completion=True))]
+    return refuted(f"{describe(model)}; violated: {', '.join(failed)}")
+
+
+Make = Callable[[World, int], Query]
+"""Builds a check's query in a world, for calls of up to the given number of keys."""
+
+
+def decide(make: Make, batch: int, timeout_s: float) -> Outcome:
+    """Search a small finite world for a counterexample (calls of one key: quantifier-
+    free, so Z3 answers fast); if there is none, prove the claim in the unbounded
+    world; if that does not succeed within `PROOF_S`, search a finite world with calls
+    of two keys, and failing that give the proof the rest of the budget.
+
+    A counterexample in a finite world is one in the unbounded world too: its keys
+    and slots are some of the unboundedly many, the others absent and fresh. (A finite
+    world's own clauses -- counts, capacity -- are assumed there, not claimed.)
+    """
+    found = _search(make(counterexample_world(1), 1), timeout_s)
+    if found is not None:
+        return found
+    claims, assumptions, _ = make(UNBOUNDED, batch)
+    outcome = _failed_claims(claims, assumptions, min(PROOF_S, timeout_s))
+    if outcome.status is Status.PROVED or batch < 2:
+        return outcome
+    wider = _search(make(counterexample_world(2), 2), timeout_s)
+    if wider is not None:
+        return wider
+    return _failed_claims(claims, assumptions, timeout_s)
+
+
+def _initiation_query(machine: Machine, world: World) -> Query:
+    m = world.fresh("init")
+
+    def describe(model: Any) -> str:
+        return (
+            f"initial state: high_water {_val(model, m.hw)}, free stack {_stack(model, m)}, "
+            f"capacity {_val(model, m.cap)}"
+        )
+
+    return invariant(world, m, not world.bounded), initial_facts(world, m, machine), describe
+
+
+def check_initiation(machine: Machine, timeout_s: float) -> Outcome:
+    """A fresh manager (every key initial, every slot fresh, counters 0) satisfies Inv."""
+    return decide(lambda w, _b: _initiation_query(machine, w), 1, timeout_s)
+
+
+def consecution_query(
+    machine: Machine,
+    op: str,
+    batch: int,
+    variant: Variant,
+    world: World,
+    only: Callable[[str], bool] | None = None,
+) -> Query:
+    """The claims of `op`'s consecution in `world` (those `only` keeps), its assumptions
+    (the invariant before, the relation) and a renderer for a counterexample."""
+    pre = world.fresh("pre")
+    c, facts = choice(world, "in", batch)
+    step = relation(world, machine, op, pre, c, "op", variant)
+    assumptions = [*invariant(world, pre).values(), *facts, *step.facts]
+    claims = {**invariant(world, step.post, counting=False), **step.claims}
+    if only is not None:
+        claims = {name: claim for name, claim in claims.items() if only(name)}
+    return claims, assumptions, lambda m: render_step(m, world, step)
+
+
+def search_consecution(
+    machine: Machine, op: str, batch: int, timeout_s: float, variant: Variant = MANAGER
+) -> Outcome | None:
+    """A counterexample to `op`'s consecution in the finite world for calls of `batch`
+    keys, or None (no proof: only `check_consecution` proves)."""
+    world = counterexample_world(batch)
+    return _search(consecution_query(machine, op, batch, variant, world), timeout_s)
+
+
+def check_consecution(
+    machine: Machine,
+    op: str,
+    batch: int,
+    timeout_s: float,
+    variant: Variant = MANAGER,
+) -> Outcome:
+    """`op` keeps the invariant and its own claims, from any state satisfying it."""
+    return decide(
+        lambda w, b: consecution_query(machine, op, b, variant, w),
+        batch,
+        timeout_s,
+    )
+
+
+class _Witnesses:
+    """One solver per premise set; each branch is checked under it (push / pop)."""
+
+    def __init__(self, premises: list[Term], timeout_s: float) -> None:
+        self.solver = z3.Solver()
+        self.solver.add(*premises)
+        self.timeout_s = timeout_s
+
+    def sat(self, branch: Term) -> Any:
+        s = self.solver
+        s.set("timeout", int(remaining(self.timeout_s) * 1000))
+        s.push()
+        s.add(branch)
+        try:
+            return s.check()
+        finally:
+            s.pop()
+
+
+def _witness_steps(
+    machine: Machine, batch: int, variant: Variant, world: World
+) -> list[tuple[Step, list[Term]]]:
+    out = []
+    for op in OPS:
+        pre = world.fresh(f"{op}.pre")
+        c, facts = choice(world, f"{op}.in", batch)
+        step = relation(world, machine, op, pre, c, f"{op}.op", variant)
+        out.append((step, [*invariant(world, pre).values(), *facts, *step.facts]))
+    return out
+
+
+def check_nonvacuity(
+    machine: Machine,
+    batch: int,
+    timeout_s: float,
+    variant: Variant = MANAGER,
+    world: World = WITNESS_WORLD,
+) -> Outcome:
+    """Every branch of every operation but its row firings (`check_rows`) has a witness."""
+    for step, premises in _witness_steps(machine, batch, variant, world):
+        witnesses = _Witnesses(premises, timeout_s)
+        for name, branch in step.branches.items():
+            if name.startswith("fires "):
+                continue
+            r = witnesses.sat(branch)
+            if r == z3.unknown:
+                return Outcome(Status.UNKNOWN, f"{step.op}: '{name}' is undecided")
+            if r != z3.sat:
+                return refuted(
+                    f"{step.op}: branch '{name}' never happens from a state satisfying the "
+                    "invariant (vacuous)"
+                )
+    return proved()
+
+
+def check_rows(
+    machine: Machine,
+    batch: int,
+    timeout_s: float,
+    variant: Variant = MANAGER,
+    world: World = WITNESS_WORLD,
+) -> Outcome:
+    """Every row of `machine` fires in some operation from a state satisfying Inv."""
+    witnessed: set[str] = set()
+    undecided: list[str] = []
+    for step, premises in _witness_steps(machine, batch, variant, world):
+        witnesses = _Witnesses(premises, timeout_s)
+        for name, branch in step.branches.items():
+            if not name.startswith("fires ") or name in witnessed:
+                continue
+            r = witnesses.sat(branch)
+            if r == z3.sat:
+                witnessed.add(name)
+            elif r == z3.unknown:
+                undecided.append(name)
+    dead = [
+        t
+        for t in machine.transitions
+        if f"fires {t.event.value} {t.source.name}->{t.target.name}" not in witnessed
+    ]
+    if undecided and dead:
+        return Outcome(Status.UNKNOWN, f"undecided: {', '.join(undecided)}")
+    if dead:
+        rows = ", ".join(f"{t.event.value} {t.source.name}->{t.target.name}" for t in dead)
+        return refuted(f"dead rows: no operation fires {rows} from a state satisfying Inv")
+    return proved(f"{len(machine.transitions)} rows fired")
+
+
+# ------------------------------------------------------------------ controls
+
+
+def hook_dropped(machine: Machine, event: CpuEvent, source: CpuState, target: CpuState) -> Variant:
+    return Variant(hook=overriding(machine, row_index(machine, event, source, target), Hook.NONE))
+
+
+def consecution_controls(machine: Machine) -> dict[str, tuple[Variant, str]]:
+    """One broken relation per operation, each a mistake a real manager makes."""
+    e, s = CpuEvent, CpuState
+    return {
+        "prepare_store": (
+            Variant(counters=forgetting("prepare_store", "victims")),
+            "an eviction that forgets num_evictable -= #victims",
+        ),
+        "complete_store.success": (
+            hook_dropped(machine, e.STORE_COMMIT, s.PENDING, s.READY),
+            "a store commit that forgets mark_evictable",
+        ),
+        "complete_store.failure": (
+            Variant(keeps_slot_on=frozenset({"complete_store.failure"})),
+            "a failed store that keeps its slot",
+        ),
+        "prepare_load": (
+            hook_dropped(machine, e.LOAD_BEGIN, s.READY, s.LOADING),
+            "a first load that forgets mark_non_evictable",
+        ),
+        "complete_load": (
+            hook_dropped(machine, e.LOAD_END, s.LOADING, s.READY),
+            "a last load end that forgets mark_evictable",
+        ),
+        "touch": (Variant(touch_lists=True), "a touch that lists pinned and pending keys"),
+        "reset_cache": (Variant(reset_clears_stack=False), "a reset that keeps the free stack"),
+    }
+
+
+def obligations(level: Level) -> list[Obligation]:
+    """The manager-level obligations at `level` (the batch bound grows with it).
+
+    The claims are about the table in `model.lifecycle` now; the negative controls
+    break the reference table (so they stay meaningful whatever table is tested).
+    """
+    machine = lifecycle.CPU_MACHINE
+    ref = REFERENCE
+    b = BATCH[level]
+    bounds = f"any number of keys and slots, batches of <= {b} keys"
+    witness = f"witnesses in {WITNESS_WORLD.name}, batches of <= {min(b, 2)} keys"
+    wb = min(b, 2)
+    out = [
+        Obligation(
+            "manager.initiation",
+            "a fresh manager satisfies the manager-level invariant",
+            lambda t: check_initiation(machine, t),
+            lambda t: check_initiation(replace_state(ref, CpuState.ABSENT, flag=True), t),
+            "a manager whose absent keys start listed is refuted",
+            kind=Kind.UNBOUNDED,
+        )
+    ]
+    controls = consecution_controls(ref)
+    for op in OPS:
+        variant, text = controls[op]
+        out.append(
+            Obligation(
+                f"manager.consecution.{op}",
+                f"{op} keeps listed ⇔ READY, the slot partition and ownership, and its "
+                "counters equal to the counts; a rejected call changes nothing",
+                partial(check_consecution, machine, op, b),
+                partial(check_consecution, ref, op, b, variant=variant),
+                f"{text} is refuted",
+                kind=Kind.BOUNDED,
+                bounds=bounds,
+            )
+        )
+    out.append(
+        Obligation(
+            "manager.nonvacuity",
+            "every branch of every operation happens from some state satisfying the invariant",
+            lambda t: check_nonvacuity(machine, wb, t),
+            lambda t: check_nonvacuity(ref, wb, t, Variant(victims_listed=False)),
+            "a policy whose victims are unlisted keys makes eviction vacuous: refuted",
+            kind=Kind.BOUNDED,
+            bounds=witness,
+        )
+    )
+    out.append(
+        Obligation(
+            "manager.rows",
+            "every row of the table fires in some operation from a state satisfying the "
+            "invariant (no dead row)",
+            lambda t: check_rows(machine, wb, t),
+            lambda t: check_rows(dead_row_table(ref), wb, t),
+            "a table where evict on LOADING is a row (never executed) is refuted",
+            kind=Kind.BOUNDED,
+            bounds=witness,
+        )
+    )
+    return out

@@ -1,0 +1,508 @@
+"""Each public operation of the CPU manager as a Z3 relation over a batch of keys.
+
+`relation(world, machine, op, pre, choice)` returns a `Step`: the post-state, the
+facts that define it, whether the call was rejected, the keys that acted, named
+*branches* (what the call did: which table row fired for some key, which rejection
+refused it, whether it evicted, ...) and the operation's own *claims* (below).
+
+What each key does is the table's business: for the event an operation sends to a
+key, the first row whose source and guard match fires (`encode.transition_term`:
+target, ref update, and the list effect of the derived hook); a key for which no
+row fires is left as it is when the table ignores the pair and refuses the whole
+call when the table rejects it. What the manager adds, and this module states:
+
+* **which keys get which event**: `prepare_store` sends `evict` to the policy's
+  victims and then `store_begin` to the input keys that fire it (computed before
+  the evictions); `complete_store` sends `store_commit` / `store_abort`,
+  `prepare_load` `load_begin`, `complete_load` `load_end`, `touch` `touch` to its
+  keys; `reset_cache` sends `reset` to every resident key;
+* **all-or-nothing**: duplicate keys (except for `touch`) or a rejected key refuse
+  the whole call, which then changes nothing; `prepare_store` returns None, with no
+  change, when more victims are needed than the policy supplies;
+* **victims** (the policy's contract): distinct listed keys, none of them an input
+  key, as many as `need = #keys to store - #free slots`;
+* **slots**: a key whose row enters residency takes a slot -- a fresh one (the
+  high-water mark, ascending) while there is one, else the top of the free stack --
+  and a key whose row leaves residency pushes its slot, in the order the keys act;
+  `reset_cache` makes every slot fresh;
+* **counters**, as the implementation updates them by hand (`impl/manager.py`):
+  `prepare_store` `num_evictable -= #victims`, `num_pending += #stored`;
+  `complete_store` `num_pending -= #acted` (and on success `num_evictable +=
+  #acted`); `prepare_load` `num_evictable -= #keys at ref 0`; `complete_load`
+  `num_evictable += #keys at ref 1`; `reset_cache` both 0 (`proofs.z3.counter_rules`).
+
+An operation's claims: a rejected call changes nothing; slots never run out while
+keys enter residency; `prepare_store`'s victims are READY (so the table's `evict`
+rejections are never met) and none is an input key; and each counter changes by
+exactly the change of the number of keys in its state over the keys that acted
+(with every other key unchanged, this keeps counter = count for any number of keys).
+
+`Variant` describes a deliberately broken relation (a negative control, a seeded
+bug of `proofs.controls` restated as a relation); the default is the manager.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import z3
+
+from evictable.model.lifecycle import CpuEvent, CpuState, Machine, State, Transition
+from evictable.proofs.z3.counter_rules import CallCounts, CounterRule, counters_after
+from evictable.proofs.z3.encode import BlockTerms, HookFn, transition_label, transition_term
+from evictable.proofs.z3.manager_state import (
+    REFERENCE,
+    SS,
+    MState,
+    World,
+    block,
+    conj,
+    resident,
+)
+
+__all__ = [
+    "OPS",
+    "Actor",
+    "Choice",
+    "Step",
+    "Variant",
+    "choice",
+    "relation",
+]
+
+Term = Any
+
+OPS: tuple[str, ...] = (
+    "prepare_store",
+    "complete_store.success",
+    "complete_store.failure",
+    "prepare_load",
+    "complete_load",
+    "touch",
+    "reset_cache",
+)
+"""The public operations that change state (`lookup` and `take_events` do not)."""
+
+_EVENT: dict[str, CpuEvent] = {
+    "prepare_store": CpuEvent.STORE_BEGIN,
+    "complete_store.success": CpuEvent.STORE_COMMIT,
+    "complete_store.failure": CpuEvent.STORE_ABORT,
+    "prepare_load": CpuEvent.LOAD_BEGIN,
+    "complete_load": CpuEvent.LOAD_END,
+    "touch": CpuEvent.TOUCH,
+    "reset_cache": CpuEvent.RESET,
+}
+"""The event each operation sends to the keys it is given (or, for reset, holds)."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A manager relation with one deliberate mistake (the default has none)."""
+
+    hook: HookFn | None = None
+    """A broken hook derivation (None: the table's `derive_hook`)."""
+    keeps_slot_on: frozenset[str] = frozenset()
+    """Operations whose keys leave residency without pushing their slot."""
+    protects_input: bool = True
+    atomic: bool = True
+    """False: `prepare_load` / `complete_load` handle their keys one call at a time."""
+    touch_lists: bool = False
+    """True: `touch` puts every resident key it is given in the evictable list."""
+    reset_clears_stack: bool = True
+    victims_listed: bool = True
+    """False: the policy's victims are keys that are *not* listed (a vacuous control)."""
+    counters: CounterRule = field(default=lambda op, ne, np_, n: counters_after(op, ne, np_, n))
+    """How the counters are updated (`counters_after`, or a rule that forgets an update)."""
+
+
+MANAGER = Variant()
+
+
+@dataclass(frozen=True)
+class Choice:
+    """An operation's free inputs: up to B batch keys (the first `n` are the batch),
+    the policy's candidate victims, and whether the policy supplied them."""
+
+    keys: tuple[Term, ...]
+    n: Term
+    victims: tuple[Term, ...]
+    supplied: Term
+
+
+def choice(world: World, prefix: str, batch: int) -> tuple[Choice, list[Term]]:
+    """Fresh inputs for one call with at most `batch` keys, and their range facts."""
+    keys = tuple(world.key(f"{prefix}.key{i}") for i in range(batch))
+    victims = tuple(world.key(f"{prefix}.victim{j}") for j in range(batch))
+    n = z3.Int(f"{prefix}.n")
+    facts = [n >= 0, n <= batch, *[world.key_facts(k) for k in keys + victims]]
+    return Choice(keys, n, victims, z3.Bool(f"{prefix}.supplied")), facts
+
+
+@dataclass(frozen=True)
+class Actor:
+    """One key acting in a call: its event, whether it acts, and the rows it may fire."""
+
+    key: Term
+    event: CpuEvent
+    active: Term
+    pre: BlockTerms
+    post: BlockTerms
+    fired: tuple[tuple[Transition, Term], ...]
+    slot_before: Term
+    slot_after: Term
+
+
+@dataclass
+class Step:
+    """One call as a relation (see the module docstring)."""
+
+    op: str
+    pre: MState
+    post: MState
+    facts: list[Term]
+    rejected: Term
+    actors: list[Actor]
+    branches: dict[str, Term] = field(default_factory=dict)
+    claims: dict[str, Term] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------ one key, one event
+
+
+def _rows(machine: Machine, event: CpuEvent) -> list[Transition]:
+    return [t for t in machine.transitions if t.event is event]
+
+
+def _matches(machine: Machine, event: CpuEvent, b: BlockTerms) -> list[tuple[Transition, Term]]:
+    """Each row of `event` with the condition that it is the first to match `b`."""
+    out: list[tuple[Transition, Term]] = []
+    earlier: Term = z3.BoolVal(False)
+    for t in _rows(machine, event):
+        guard = t.guard.holds(b.ref)  # polymorphic: True, or a Z3 term
+        here = z3.And(b.state == SS.consts[t.source], z3.BoolVal(guard) if guard is True else guard)
+        out.append((t, z3.And(here, z3.Not(earlier))))
+        earlier = z3.Or(earlier, here)
+    return out
+
+
+def _fires(machine: Machine, event: CpuEvent, b: BlockTerms) -> Term:
+    return z3.Or(*[c for _, c in _matches(machine, event, b)], False)
+
+
+def _ignored(machine: Machine, event: CpuEvent, b: BlockTerms) -> Term:
+    return z3.Or(*[b.state == SS.consts[s] for s, e in machine.ignored if e is event], False)
+
+
+def _rejects(machine: Machine, event: CpuEvent, b: BlockTerms) -> Term:
+    """The table refuses `event` for `b`: no row fires and the pair is not ignored
+    (a rejection, or a pair the table forgot, which `step` refuses too)."""
+    return z3.And(z3.Not(_fires(machine, event, b)), z3.Not(_ignored(machine, event, b)))
+
+
+# ------------------------------------------------------------------ the fold
+
+
+@dataclass
+class _Fold:
+    """The intermediate state while a call's keys act, one after the other."""
+
+    world: World
+    machine: Machine
+    variant: Variant
+    op: str
+    cur: MState
+    prefix: str
+    facts: list[Term] = field(default_factory=list)
+    actors: list[Actor] = field(default_factory=list)
+    exhausted: Term = field(default_factory=lambda: z3.BoolVal(False))
+
+    def act(self, key: Term, active: Term, event: CpuEvent) -> None:
+        """`key` takes its row for `event` (when `active`), with the slot effects."""
+        i = len(self.actors)
+        cur, machine = self.cur, self.machine
+        pre = block(cur, key)
+        post = BlockTerms(
+            z3.Const(f"{self.prefix}.a{i}.state", SS.sort),
+            z3.Int(f"{self.prefix}.a{i}.ref"),
+            z3.Bool(f"{self.prefix}.a{i}.listed"),
+        )
+        matches = [(t, z3.And(active, c)) for t, c in _matches(machine, event, pre)]
+        moved = z3.Or(*[c for _, c in matches], False)
+        for t, c in matches:
+            self.facts.append(
+                z3.Implies(c, transition_term(machine, t, pre, post, self.variant.hook))
+            )
+        self.facts.append(
+            z3.Implies(
+                z3.Not(moved),
+                z3.And(post.state == pre.state, post.ref == pre.ref, post.in_list == pre.in_list),
+            )
+        )
+
+        def res(s: Any) -> bool:
+            return machine.spec(s).resident
+
+        enter = z3.Or(*[c for t, c in matches if not res(t.source) and res(t.target)], False)
+        leave = z3.Or(*[c for t, c in matches if res(t.source) and not res(t.target)], False)
+        slot_before = cur.slot(key)
+        stack, pos, sp, hw = cur.stack, cur.pos, cur.sp, cur.hw
+        if self.op not in self.variant.keeps_slot_on:
+            stack = stack.set(sp, slot_before, leave)
+            pos = pos.set(slot_before, sp, leave)
+            sp = sp + z3.If(leave, 1, 0)
+        fresh = hw < cur.cap
+        taken = z3.If(fresh, hw, stack(sp - 1))
+        self.exhausted = z3.Or(self.exhausted, z3.And(enter, z3.Not(fresh), sp <= 0))
+        hw = hw + z3.If(z3.And(enter, fresh), 1, 0)
+        sp = sp - z3.If(z3.And(enter, z3.Not(fresh)), 1, 0)
+        slot_fn = cur.slot.set(key, taken, enter)
+        self.cur = replace(
+            cur,
+            state=cur.state.set(key, post.state, moved),
+            ref=cur.ref.set(key, post.ref, moved),
+            listed=cur.listed.set(key, post.in_list, moved),
+            slot=slot_fn,
+            owner=cur.owner.set(taken, key, enter),
+            stack=stack,
+            pos=pos,
+            sp=sp,
+            hw=hw,
+        )
+        self.actors.append(
+            Actor(key, event, active, pre, post, tuple(matches), slot_before, slot_fn(key))
+        )
+
+
+def _count(xs: list[Term]) -> Term:
+    return z3.Sum([z3.If(x, 1, 0) for x in xs]) if xs else z3.IntVal(0)
+
+
+def _duplicates(c: Choice) -> Term:
+    b = len(c.keys)
+    return z3.Or(
+        *[z3.And(j < c.n, c.keys[i] == c.keys[j]) for i in range(b) for j in range(i + 1, b)],
+        False,
+    )
+
+
+# ------------------------------------------------------------------ the operations
+
+
+def relation(
+    world: World,
+    machine: Machine,
+    op: str,
+    pre: MState,
+    c: Choice,
+    prefix: str = "step",
+    variant: Variant = MANAGER,
+) -> Step:
+    """The relation of `op` from `pre` with inputs `c` (see the module docstring)."""
+    if op == "reset_cache":
+        return _reset(world, machine, pre, prefix, variant)
+    fold = _Fold(world, machine, variant, op, pre, prefix)
+    event = _EVENT[op]
+    batch = len(c.keys)
+    in_batch = [c.n > i for i in range(batch)]
+    blocks = [block(pre, k) for k in c.keys]
+    refused = [z3.And(in_batch[i], _rejects(machine, event, blocks[i])) for i in range(batch)]
+    dup = z3.BoolVal(False) if op == "touch" else _duplicates(c)
+    branches: dict[str, Term] = {}
+    claims: dict[str, Term] = {}
+    counts = CallCounts()
+    if op == "prepare_store":
+        to_store = [z3.And(in_batch[i], _fires(machine, event, blocks[i])) for i in range(batch)]
+        count = _count(to_store)
+        need = count - (pre.cap - pre.hw + pre.sp)
+        wanted = z3.If(need > 0, need, 0)
+        use = [z3.And(need > 0, c.supplied, j < wanted) for j in range(batch)]
+        victim_refused = [
+            z3.And(use[j], _rejects(machine, CpuEvent.EVICT, block(pre, v)))
+            for j, v in enumerate(c.victims)
+        ]
+        rejected = z3.Or(dup, *refused, *victim_refused)
+        goes = z3.And(z3.Not(rejected), count > 0, z3.Or(need <= 0, c.supplied))
+        for j, v in enumerate(c.victims):
+            ok = [v != c.victims[i] for i in range(j)]
+            if variant.victims_listed:
+                ok.append(pre.listed(v))
+            else:
+                ok.append(z3.Not(pre.listed(v)))
+            if variant.protects_input:
+                ok += [z3.Implies(in_batch[i], v != k) for i, k in enumerate(c.keys)]
+            fold.facts.append(z3.Implies(use[j], conj(ok)))
+        for j, v in enumerate(c.victims):
+            fold.act(v, z3.And(goes, use[j]), CpuEvent.EVICT)
+        for i, k in enumerate(c.keys):
+            fold.act(k, z3.And(goes, to_store[i]), event)
+        evicted = _count([z3.And(goes, u) for u in use])
+        counts = CallCounts(victims=evicted, stored=z3.If(goes, count, 0))
+        victims = fold.actors[:batch]
+        claims["victims_accepted_by_the_table"] = z3.Not(z3.Or(*victim_refused, False))
+        claims["victims_are_ready"] = conj(
+            [z3.Implies(a.active, pre.state(a.key) == SS.consts[CpuState.READY]) for a in victims]
+        )
+        claims["input_keys_not_evicted"] = conj(
+            [
+                z3.Implies(z3.And(a.active, in_batch[i]), a.key != k)
+                for a in victims
+                for i, k in enumerate(c.keys)
+            ]
+        )
+        branches["evicts a victim"] = z3.And(goes, need > 0)
+        branches["reuses a freed slot"] = z3.And(goes, count > pre.cap - pre.hw, pre.sp > 0)
+        branches["returns None: no victims supplied"] = z3.And(
+            z3.Not(rejected), count > 0, need > 0, z3.Not(c.supplied)
+        )
+        branches["nothing to store"] = z3.And(z3.Not(rejected), c.n > 0, count == 0)
+    elif op.startswith("complete_store"):
+        acted = [z3.And(in_batch[i], _fires(machine, event, blocks[i])) for i in range(batch)]
+        rejected = z3.Or(dup, *refused)
+        goes = z3.Not(rejected)
+        for i, k in enumerate(c.keys):
+            fold.act(k, z3.And(goes, acted[i]), event)
+        counts = CallCounts(acted=z3.If(goes, _count(acted), 0))
+        branches["ignores a key"] = z3.And(
+            goes, z3.Or(*[z3.And(in_batch[i], z3.Not(acted[i])) for i in range(batch)], False)
+        )
+    else:
+        rejected = z3.Or(dup, *refused)
+        for i, k in enumerate(c.keys):
+            if variant.atomic:
+                active = z3.And(in_batch[i], z3.Not(rejected))
+            else:  # key by key: the keys before the first refused one stay changed
+                active = z3.And(in_batch[i], z3.Not(dup), z3.Not(z3.Or(*refused[: i + 1])))
+            fold.act(k, active, event)
+        acting = [a.active for a in fold.actors]
+        counts = CallCounts(
+            pinned=_count([z3.And(x, b.ref == 0) for x, b in zip(acting, blocks, strict=True)]),
+            unpinned=_count([z3.And(x, b.ref == 1) for x, b in zip(acting, blocks, strict=True)]),
+        )
+        if op == "touch" and variant.touch_lists:
+            cur = fold.cur
+            listed = cur.listed
+            for x, k in zip(acting, c.keys, strict=True):
+                listed = listed.set(k, True, z3.And(x, resident(REFERENCE, pre.state(k))))
+            fold.cur = replace(cur, listed=listed)
+    ne, np_ = variant.counters(op, pre.num_evictable, pre.num_pending, counts)
+    post = replace(fold.cur, num_evictable=ne, num_pending=np_)
+    step = Step(op, pre, post, fold.facts, rejected, fold.actors, branches, claims)
+    _common(step, machine, c, in_batch, dup, fold.exhausted)
+    return step
+
+
+def _common(
+    step: Step,
+    machine: Machine,
+    c: Choice,
+    in_batch: list[Term],
+    dup: Term,
+    exhausted: Term,
+) -> None:
+    """The branches and claims every fold operation has."""
+    event = _EVENT[step.op]
+    for t in _rows(machine, event):
+        step.branches[f"fires {transition_label(t)}"] = z3.Or(
+            *[fc for a in step.actors if a.event is event for tt, fc in a.fired if tt is t], False
+        )
+    if step.op == "prepare_store":
+        for t in _rows(machine, CpuEvent.EVICT):
+            step.branches[f"fires {transition_label(t)}"] = z3.Or(
+                *[
+                    fc
+                    for a in step.actors
+                    if a.event is CpuEvent.EVICT
+                    for tt, fc in a.fired
+                    if tt is t
+                ],
+                False,
+            )
+    for r in machine.rejections:
+        if r.event is event:
+            step.branches[f"rejects {event.value} on {r.state.name}"] = z3.And(
+                step.rejected,
+                z3.Or(
+                    *[
+                        z3.And(in_batch[i], step.pre.state(k) == SS.consts[r.state])
+                        for i, k in enumerate(c.keys)
+                    ],
+                    False,
+                ),
+            )
+    if step.op != "touch":
+        step.branches["rejects duplicate keys"] = dup
+    step.claims["rejected_changes_nothing"] = z3.Implies(step.rejected, step.post.same_as(step.pre))
+    step.claims["slots_never_run_out"] = z3.Not(exhausted)
+    for name, state in REFERENCE.counters.items():
+        step.claims[f"{name}_tracks_count"] = _tracks(step, name, state)
+
+
+def _tracks(step: Step, name: str, state: State) -> Term:
+    """The counter changes by the change of #keys in `state` over the distinct keys
+    that acted (every other key is unchanged by construction)."""
+    target = SS.consts[state]
+    change = []
+    for i, a in enumerate(step.actors):
+        first = z3.And(a.active, *[z3.Implies(b.active, b.key != a.key) for b in step.actors[:i]])
+        before = z3.If(step.pre.state(a.key) == target, 1, 0)
+        after = z3.If(step.post.state(a.key) == target, 1, 0)
+        change.append(z3.If(first, after - before, 0))
+    delta = z3.Sum(change) if change else z3.IntVal(0)
+    return step.post.counter(name) - step.pre.counter(name) == delta
+
+
+def _reset(world: World, machine: Machine, pre: MState, prefix: str, variant: Variant) -> Step:
+    """`reset_cache`: every resident key takes its `reset` row; every slot fresh."""
+    event = CpuEvent.RESET
+    post0 = world.fresh(prefix)
+
+    def res(k: Term) -> Term:
+        return resident(machine, pre.state(k))
+
+    rejected = world.any_key(lambda k: z3.And(res(k), _rejects(machine, event, block(pre, k))))
+    goes = z3.Not(rejected)
+
+    def per_key(k: Term) -> Term:
+        b, a = block(pre, k), block(post0, k)
+        same = z3.And(a.state == b.state, a.ref == b.ref, a.in_list == b.in_list)
+        matches = _matches(machine, event, b)
+        moved = z3.And(goes, res(k), _fires(machine, event, b))
+        rows = [
+            z3.Implies(z3.And(goes, res(k), cond), transition_term(machine, t, b, a, variant.hook))
+            for t, cond in matches
+        ]
+        return z3.And(*rows, z3.Implies(z3.Not(moved), same))
+
+    counters = variant.counters("reset_cache", pre.num_evictable, pre.num_pending, CallCounts())
+    post = replace(
+        post0,
+        slot=pre.slot,
+        owner=pre.owner,
+        stack=pre.stack,
+        pos=pre.pos,
+        sp=z3.If(goes, 0 if variant.reset_clears_stack else pre.sp, pre.sp),
+        hw=z3.If(goes, 0, pre.hw),
+        num_evictable=z3.If(goes, counters[0], pre.num_evictable),
+        num_pending=z3.If(goes, counters[1], pre.num_pending),
+    )
+    facts = [world.all_keys(per_key)]
+    step = Step("reset_cache", pre, post, facts, rejected, [])
+    for index, t in enumerate(_rows(machine, event)):
+
+        def fires(k: Term, index: int = index) -> Term:
+            return z3.And(goes, res(k), _matches(machine, event, block(pre, k))[index][1])
+
+        step.branches[f"fires {transition_label(t)}"] = world.any_key(fires)
+    step.claims["rejected_changes_nothing"] = z3.Implies(rejected, post.same_as(pre))
+    for name, state in REFERENCE.counters.items():
+        target = SS.consts[state]
+
+        def elsewhere(k: Term, target: Term = target) -> Term:
+            return post.state(k) != target
+
+        step.claims[f"{name}_tracks_count"] = z3.And(
+            z3.Implies(goes, z3.And(post.counter(name) == 0, world.all_keys(elsewhere))),
+            z3.Implies(rejected, post.counter(name) == pre.counter(name)),
+        )
+    return step

@@ -1,0 +1,51 @@
+"""Bounded model checking of the manager relation reaches its depth on the manager and
+returns a shortest trace of calls for each seeded bug."""
+
+from __future__ import annotations
+
+import pytest
+
+from evictable.model.lifecycle import CPU_MACHINE
+from evictable.proofs.controls import SEEDED_BUGS
+from evictable.proofs.obligations import Kind, Status
+from evictable.proofs.z3 import bmc
+from tests.obligation_checks import TIMEOUT_S
+
+SMALL = bmc.Bmc(slots=1, keys=2, batch=2, depth=3)
+
+
+def test_every_call_sequence_of_the_manager_keeps_every_claim() -> None:
+    outcome = bmc.bmc(SMALL, TIMEOUT_S)
+    assert outcome.status is Status.PROVED
+    assert outcome.detail.startswith("depth 3 reached")
+
+
+def test_the_obligation_is_bounded_by_the_levels_depth() -> None:
+    (ob,) = bmc.obligations("quick")
+    assert ob.kind is Kind.BOUNDED
+    assert f"<= {bmc.BOUNDS['quick'].depth} calls" in ob.bounds
+    assert bmc.BOUNDS["thorough"].depth > bmc.BOUNDS["default"].depth
+
+
+def test_the_seeded_variants_are_seeded_bugs_of_the_controls() -> None:
+    known = {b.name for b in SEEDED_BUGS}
+    assert set(bmc.SEEDED_VARIANTS(CPU_MACHINE)) <= known
+
+
+TRACES = {
+    "missed_mark_evictable_on_load_end": ("4 calls", "complete_load", "listed_iff_ready"),
+    "non_atomic_prepare_load": ("3 calls", "-> rejected", "rejected_changes_nothing"),
+    "failed_store_keeps_slot": ("2 calls", "success=False", "slot_partition"),
+    "touch_moves_pinned": ("2 calls", "touch", "listed_iff_ready"),
+}
+
+
+@pytest.mark.parametrize("bug", sorted(TRACES))
+def test_a_seeded_bug_appears_as_a_shortest_trace(bug: str) -> None:
+    variant = bmc.SEEDED_VARIANTS(CPU_MACHINE)[bug]
+    outcome = bmc.bmc(bmc.CONTROL, TIMEOUT_S, variant=variant)
+    assert outcome.status is Status.COUNTEREXAMPLE
+    length, call, claim = TRACES[bug]
+    text = outcome.counterexample
+    assert text.startswith(f"a sequence of {length} breaks")
+    assert call in text and claim in text and "1. prepare_store([" in text

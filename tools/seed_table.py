@@ -4,7 +4,8 @@
 
 For each bug of `evictable.proofs.controls.catalogue` and each seed, the engines run
 at their default budgets in their fixed order until one catches the bug with a
-trace of at most 8 calls (`proofs.controls.hunt`). One row per bug: its target and
+trace of at most 8 calls (`proofs.controls.hunt`; any trace for a bug whose
+`long_history` says why no short one exists). One row per bug: its target and
 class, on how many seeds it was caught, which engine caught it first, the worst
 seconds until the catch and the longest winning trace.
 

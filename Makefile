@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: all test verify lint typecheck docs bench clean interop
+.PHONY: all test verify lint typecheck docs bench soak mutate clean interop
 
 all: test
 
@@ -35,6 +35,15 @@ docs: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/evictable bench
+
+# The soak profile: 10^6 mixed steps per policy, invariants checked, memory flat.
+soak: $(STAMP)
+	EVICTABLE_SOAK=1 nice $(BIN)/python -m pytest -q -s tests/soak
+
+# Mutation testing of impl/ with the engines as the kill command (CPU-heavy: niced,
+# two mutants at a time). MUTATE_ARGS="--sample 100" for a quick look.
+mutate: $(STAMP)
+	nice $(BIN)/python -m tools.mutate $(MUTATE_ARGS)
 
 # vLLM 0.33.0 on a CPU build of torch, in its own venv (docs/interop.md): the pinned
 # set of interop/requirements.txt without dependency resolution, then this project.

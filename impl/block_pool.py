@@ -18,7 +18,6 @@ from evictable.model.block_pool import (
 from evictable.model.errors import (
     DuplicateBlocksError,
     ForeignBlockError,
-    InsufficientFreeBlocksError,
     InvalidArgumentError,
     InvariantViolationError,
 )
@@ -105,17 +104,12 @@ class BlockPool:
     def get_new_blocks(self, n: int) -> list[KVCacheBlock]:
         """Allocate the `n` front blocks of the free queue, front first.
 
-        Pre: `n` an int in [0, free blocks] (else `InvalidArgumentError` /
-        `InsufficientFreeBlocksError`).
+        Pre: `n` an int >= 0 (else `InvalidArgumentError`), at most the free blocks
+        (else `InsufficientFreeBlocksError`).
         Post: each returned block has ref_cnt 1 and no hash (its cache entry evicted).
         Complexity: O(n).
         """
-        if not isinstance(n, int) or isinstance(n, bool):
-            raise InvalidArgumentError(f"block count must be an int, got {n!r}")
-        free = self.free_block_queue.num_free_blocks
-        if n < 0 or n > free:
-            raise InsufficientFreeBlocksError(n, free)
-        out = self.free_block_queue.popleft_n(n)
+        out = self.free_block_queue.popleft_n(n)  # validates `n` (`require_count`) first
         for b in out:
             if b.block_hash is not None:
                 self._evict_hash(b)

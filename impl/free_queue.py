@@ -18,13 +18,11 @@ from evictable.model.errors import (
     ConcurrentModificationError,
     DuplicateBlocksError,
     ForeignBlockError,
-    InsufficientFreeBlocksError,
-    InvalidArgumentError,
     InvariantViolationError,
     QueueEmptyError,
     StaleCursorError,
 )
-from evictable.model.free_queue import FreeQueueSnapshot, repeated
+from evictable.model.free_queue import FreeQueueSnapshot, repeated, require_count
 
 __all__ = ["Cursor", "FreeKVCacheBlockQueue", "KVCacheBlock"]
 
@@ -78,6 +76,17 @@ class KVCacheBlock:
             f"KVCacheBlock(block_id={self.block_id}, ref_cnt={self.ref_cnt}, "
             f"block_hash={self.block_hash!r}, linked={self.owner is not None})"
         )
+
+
+def _broken_list(before: KVCacheBlock, node: KVCacheBlock | None, count: int) -> Exception:
+    """The error a bounded walk raises at the first sign of a broken list."""
+    if node is None:
+        detail = f"the list ends in a dangling link after block {before.block_id}"
+    elif node.prev_free_block is not before:
+        detail = f"block {node.block_id} does not link back to block {before.block_id}"
+    else:
+        detail = f"more than num_free_blocks={count} blocks before the tail (a cycle?)"
+    return InvariantViolationError(["links_well_formed"], detail)
 
 
 class _Epoch:
@@ -235,14 +244,11 @@ class FreeKVCacheBlockQueue:
     def popleft_n(self, n: int) -> list[KVCacheBlock]:
         """Unlink and return the `n` front blocks, front first.
 
-        Pre: `n` is an int in [0, num_free_blocks] (else `InvalidArgumentError` /
-        `InsufficientFreeBlocksError`).
+        Pre: `n` is an int >= 0 (else `InvalidArgumentError`), at most
+        num_free_blocks (else `InsufficientFreeBlocksError`).
         Complexity: O(n).
         """
-        if not isinstance(n, int) or isinstance(n, bool):
-            raise InvalidArgumentError(f"block count must be an int, got {n!r}")
-        if n < 0 or n > self.num_free_blocks:
-            raise InsufficientFreeBlocksError(n, self.num_free_blocks)
+        require_count(n, self.num_free_blocks)
         if n == 0:
             return []
         head = self.fake_free_list_head
@@ -339,13 +345,25 @@ class FreeKVCacheBlockQueue:
     def get_all_free_blocks(self) -> list[KVCacheBlock]:
         """Every linked block, front first.
 
+        Bounded observation: the walk takes at most `num_free_blocks` steps and checks
+        every back link, so a broken list (a cycle, a link that does not point back,
+        a dangling link, more blocks than the count) raises `InvariantViolationError`
+        ("links_well_formed") instead of walking forever. `snapshot` reads the list
+        through here.
         Complexity: O(num_free_blocks).
         """
         out: list[KVCacheBlock] = []
+        keep = out.append
         tail = self.fake_free_list_tail
-        node = self.fake_free_list_head.next_free_block
-        while node is not None and node is not tail:
-            out.append(node)
+        before = self.fake_free_list_head
+        node = before.next_free_block
+        budget = self.num_free_blocks
+        while node is not tail:
+            if node is None or node.prev_free_block is not before or not budget:
+                raise _broken_list(before, node, self.num_free_blocks)
+            budget -= 1
+            keep(node)
+            before = node
             node = node.next_free_block
         return out
 
@@ -415,15 +433,22 @@ class FreeKVCacheBlockQueue:
         # Each step first checks that the queue did not change since the call
         # (the epoch is still live), then follows one link. `node` is typed Any: a
         # linked block's `next_free_block` is never None, and the loop skips that test.
+        # Bounded observation: while the epoch is live the queue holds exactly
+        # `num_free_blocks` blocks, so a walk that has not met the tail after that
+        # many steps is on a broken list (a cycle): it raises instead of looping.
         tail = self.fake_free_list_tail
         if not epoch.live:
             raise ConcurrentModificationError()
         node: Any = start.next_free_block
-        while node is not tail:
+        for _ in range(self.num_free_blocks):
+            if node is tail:
+                return
             yield node
             if not epoch.live:
                 raise ConcurrentModificationError()
             node = node.next_free_block
+        if node is not tail:
+            raise _broken_list(node.prev_free_block, node, self.num_free_blocks)
 
     # ------------------------------------------------------------ introspection
 

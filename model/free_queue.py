@@ -88,10 +88,16 @@ def repeated(items: Iterable[T]) -> list[T]:
 
 
 def require_count(n: object, available: int) -> int:
-    """Guard for a block count: an int (not a bool) in [0, available]."""
+    """Guard for a block count: an int (not a bool) in [0, available].
+
+    A non-int or a negative count is a bad argument (`InvalidArgumentError`); a count
+    above `available` asks for more than there is (`InsufficientFreeBlocksError`).
+    """
     if not isinstance(n, int) or isinstance(n, bool):
         raise InvalidArgumentError(f"block count must be an int, got {n!r}")
-    if n < 0 or n > available:
+    if n < 0:
+        raise InvalidArgumentError(f"block count must be >= 0, got {n}")
+    if n > available:
         raise InsufficientFreeBlocksError(n, available)
     return n
 

@@ -20,7 +20,7 @@ its implementation class and its profile.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from evictable.impl.policies.base import CachePolicy
 from evictable.impl.policies.factory import known_policies, register_policy
@@ -48,7 +48,8 @@ class PolicyProfile:
     """How one policy is verified.
 
     `explore[level]`: the explorer's bounds for `evictable verify` at that level
-    (every level required); `check`: the explorer's bounds for `evictable check`;
+    (every level required); `check`: the explorer's bounds for `evictable check`
+    (at least slots + batch keys, so that one call can evict several blocks);
     `rules`: a mixin of extra conformance rules (a `RuleBasedStateMachine` mixin over
     the engine's `LockStep`), or None.
     """
@@ -57,6 +58,18 @@ class PolicyProfile:
     explore: Mapping[str, Bounds]
     check: Bounds
     rules: type | None = field(default=None)
+    long_run: tuple[int, int, int] | None = None
+    """(steps, keys, num_blocks) of the long lock-step run (`lockstep.long_run`) at the
+    default level: deep enough to reach what only long runs reach (ARC: the
+    compaction of its idle heaps and ghost lists). None: the long run's own default."""
+    faults: Mapping[str, Bounds] = field(default_factory=dict)
+    """The explorer's bounds with the fault alphabet, per level (`Bounds.faults` set);
+    default: the `quick` explorer bounds at every level, with faults."""
+
+    def __post_init__(self) -> None:
+        if not self.faults and "quick" in self.explore:
+            quick = replace(self.explore["quick"], faults=True)
+            object.__setattr__(self, "faults", {level: quick for level in LEVELS})
 
 
 class MissingProfileError(InvalidArgumentError):
@@ -80,7 +93,7 @@ def _validate(p: PolicyProfile) -> None:
     missing = [level for level in LEVELS if level not in p.explore]
     if missing:
         raise InvalidArgumentError(f"policy {p.name!r}: no explorer bounds for {missing}")
-    wrong = [b for b in (*p.explore.values(), p.check) if b.policy != p.name]
+    wrong = [b for b in (*p.explore.values(), *p.faults.values(), p.check) if b.policy != p.name]
     if wrong:
         raise InvalidArgumentError(f"policy {p.name!r}: bounds name policy {wrong[0].policy!r}")
 
@@ -137,7 +150,16 @@ register_profile(
             "default": Bounds(slots=3, keys=4, max_ref=2, batch=2, policy="lru", events=1),
             "thorough": Bounds(slots=3, keys=5, max_ref=2, batch=3, policy="lru", events=1),
         },
-        check=Bounds(slots=2, keys=3, max_ref=2, batch=2, policy="lru", events=1),
+        check=Bounds(slots=2, keys=4, max_ref=2, batch=2, policy="lru", events=1),
+        faults={
+            "quick": Bounds(slots=2, keys=3, max_ref=1, batch=2, policy="lru", faults=True),
+            "default": Bounds(
+                slots=2, keys=3, max_ref=2, batch=2, policy="lru", events=1, faults=True
+            ),
+            "thorough": Bounds(
+                slots=2, keys=4, max_ref=2, batch=2, policy="lru", events=1, faults=True
+            ),
+        },
     )
 )
 register_profile(
@@ -150,8 +172,17 @@ register_profile(
         },
         check=Bounds(slots=2, keys=4, max_ref=1, batch=2, policy="arc"),
         rules=ArcRules,
+        long_run=(5000, 8, 6),  # 6 idle records per pin wave: heaps compacted within 5000 steps
+        faults={
+            "quick": Bounds(slots=1, keys=2, max_ref=1, batch=2, policy="arc", faults=True),
+            "default": Bounds(slots=2, keys=3, max_ref=1, batch=2, policy="arc", faults=True),
+            "thorough": Bounds(
+                slots=2, keys=3, max_ref=2, batch=2, policy="arc", events=1, faults=True
+            ),
+        },
     )
 )
 """The built-in policies. Every level has more keys than slots, so that eviction is
 reachable (ARC from `default` on: two more, so that ghost lists overflow and are
-trimmed)."""
+trimmed). The `check` bounds have at least slots + batch keys, so that one
+`prepare_store` can evict several blocks and the order of its victims is visible."""

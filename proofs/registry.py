@@ -29,10 +29,12 @@ GROUPS: tuple[str, ...] = (
     "evictable.proofs.explore.manager",
     "evictable.proofs.explore.coverage",
     "evictable.proofs.lockstep.conformance",
+    "evictable.proofs.lockstep.long_run",
     "evictable.proofs.z3.arc",
     "evictable.proofs.explore.arc",
     "evictable.proofs.z3.free_queue",
     "evictable.proofs.lockstep.gpu_machines",
+    "evictable.proofs.explore.gpu",
     "evictable.proofs.explore.lazy_cursor",
 )
 

@@ -75,6 +75,17 @@ def unlink(blocks: Iterable[BlockStatus]) -> None:
         block.prev = block.next = None
 
 
+def _broken_list(before: BlockStatus, block: BlockStatus | None, budget: int) -> Exception:
+    """The error a bounded walk raises at the first sign of a broken list."""
+    if block is None:
+        detail = f"the list ends in a dangling link after {before!r}"
+    elif not budget:
+        detail = "the walk passed every resident record without closing the ring (a cycle)"
+    else:
+        detail = f"{block!r} does not link back to {before!r}"
+    return InvariantViolationError(["lru_list_exact"], detail)
+
+
 class LRUCachePolicy(CachePolicy):
     """Least-recently-used eviction over a dedicated list of the idle (ref 0) blocks.
 
@@ -136,12 +147,26 @@ class LRUCachePolicy(CachePolicy):
     """Take the records out of the evictable list: `unlink`. Complexity: O(len(blocks))."""
 
     def listed(self) -> Iterator[BlockStatus]:
-        """The evictable records, least recent first. Complexity: O(1) per record."""
+        """The evictable records, least recent first.
+
+        Bounded observation: the walk takes at most one step per resident record and
+        checks every back link, so a broken list (a cycle, a link that does not point
+        back, a dangling link) raises `InvariantViolationError` ("lru_list_exact")
+        instead of walking forever. Every walk of the list (`snapshot`, `checkpoint`,
+        copies, `clear`) goes through here.
+        Complexity: O(1) per record.
+        """
         ring = self.ring
+        before: BlockStatus = ring
         block = ring.next
+        budget = len(self.blocks)
         while block is not ring:
-            yield block  # type: ignore[misc]
-            block = block.next  # type: ignore[union-attr]
+            if block is None or block.prev is not before or not budget:
+                raise _broken_list(before, block, budget)
+            budget -= 1
+            yield block
+            before = block
+            block = block.next
 
     def insert(self, key: Key, block: BlockStatus) -> None:
         """Add a new PENDING key (not evictable yet); the record is filed under `key`.
@@ -230,12 +255,19 @@ class LRUCachePolicy(CachePolicy):
         pick = chosen.append
         block = ring.next
         remaining = n
+        skips = len(protected)  # a well-formed list meets each protected key at most once
         while remaining:
             if block is ring:
                 return None  # walked the whole list (fewer than n + skipped entries)
             if block.key not in protected:  # type: ignore[union-attr]
                 pick(block)  # type: ignore[arg-type]
                 remaining -= 1
+            elif not skips:
+                raise InvariantViolationError(
+                    ["lru_list_exact"], "evict met a protected key twice: the list has a cycle"
+                )
+            else:
+                skips -= 1
             block = block.next  # type: ignore[union-attr]
         unlink(chosen)
         blocks = self.blocks

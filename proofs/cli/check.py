@@ -186,7 +186,7 @@ def _check_manager(
         "spec": args.spec,
         "target": "manager",
         "policy": policy,
-        "seed": args.seed,
+        "seed": record.seed,
         "contract": contract.as_dict(),
         "verdict": "conforms" if code == 0 else "rejected",
         "conformance": {

@@ -10,25 +10,39 @@ from evictable.impl.manager import CPUOffloadingManager
 from evictable.impl.policies.base import CachePolicy
 from evictable.impl.policies.factory import register_policy
 
-__all__ = ["Factory", "SeededBug", "with_policy"]
+__all__ = ["TARGETS", "Factory", "SeededBug", "with_policy"]
 
 Factory = Callable[[int, str, bool], Any]
 """`(num_blocks, policy, enable_events) -> manager` (the conformance adapter protocol)."""
 
 
+TARGETS: tuple[str, ...] = ("manager", "queue", "pool", "scanner")
+"""What a seeded bug breaks, which decides the engines that hunt it."""
+
+
 @dataclass(frozen=True)
 class SeededBug:
-    """A named, deliberately broken implementation and how to run the engine on it.
+    """A named, deliberately broken implementation and how to run the engines on it.
 
-    `factory(num_blocks, policy, enable_events)` builds the broken manager. `faults`
-    says whether the engine should inject policy-hook faults: needed for bugs that
-    only show when a policy raises.
+    `target` says what it is: a CPU manager (`factory(num_blocks, policy,
+    enable_events)`, checked with `policy`), a free queue (`factory(blocks)`), a
+    block pool (`factory(num_blocks)`) or a lazy offload scanner (a
+    `LazyOffloadScanner` subclass: `factory(pool, window, capacity)`). `faults`
+    says whether the engines must inject policy-hook faults (bugs that only show when
+    a policy raises). `klass` names the kind of miss it stands for (see
+    `proofs.controls.catalogue.CLASSES`).
     """
 
     name: str
     summary: str
-    factory: Factory
+    factory: Callable[..., Any]
     faults: bool = False
+    target: str = "manager"
+    policy: str = "lru"
+    klass: str = "baseline"
+    long_history: str = ""
+    """Why no trace of at most `hunt.MAX_CALLS` calls can show this bug (empty: one
+    can). The hunt then accepts a catch with a longer trace."""
 
 
 def with_policy(base: str, registered: str, cls: type[CachePolicy]) -> Factory:

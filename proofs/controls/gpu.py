@@ -11,7 +11,13 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from evictable.impl.block_pool import BlockPool
 from evictable.impl.free_queue import Cursor, FreeKVCacheBlockQueue, KVCacheBlock, _Epoch
 from evictable.impl.lazy_offload import LazyOffloadScanner
-from evictable.model.errors import BlockAlreadyLinkedError, RefCountUnderflowError
+from evictable.model.errors import (
+    BlockAlreadyLinkedError,
+    DuplicateBlocksError,
+    InsufficientFreeBlocksError,
+    RefCountUnderflowError,
+)
+from evictable.model.free_queue import repeated
 
 __all__ = ["SEEDED_POOLS", "SEEDED_QUEUES", "RefCountScanner"]
 
@@ -98,6 +104,65 @@ class _FailedCallCountsAsChange(FreeKVCacheBlockQueue):
         super().append(block)
 
 
+class _PrependTrustsOwnBlocks(FreeKVCacheBlockQueue):
+    """`prepend_n` refuses a block linked in another queue but not one already linked
+    in this queue: prepending it again links it twice, and a walk of the list would
+    circle forever (a broken list must be reported, not walked)."""
+
+    def prepend_n(self, blocks: Sequence[KVCacheBlock]) -> None:
+        if len(set(blocks)) != len(blocks):
+            raise DuplicateBlocksError(repeated(b.block_id for b in blocks))
+        for b in blocks:
+            if b.owner is not None and b.owner is not self:  # BUG: self not refused
+                raise BlockAlreadyLinkedError([b.block_id])
+        head = self.fake_free_list_head
+        first = head.next_free_block
+        if first is not None:
+            self._link_between(head, first, blocks)
+
+
+class _PrependKeepsIteratorsAlive(FreeKVCacheBlockQueue):
+    """`prepend_n` changes the queue but keeps live iterators alive (it forgets to end
+    the iteration epoch): an iterator walks on over a list that changed under it."""
+
+    def prepend_n(self, blocks: Sequence[KVCacheBlock]) -> None:
+        epoch = self._epoch
+        super().prepend_n(blocks)
+        if epoch is not None and blocks:  # BUG: the epoch revived
+            epoch.live = True
+            self._epoch = epoch
+
+
+class _CountErrorSwapsArguments(FreeKVCacheBlockQueue):
+    """`popleft_n` past the count raises the right error with its two numbers swapped
+    (requested and available): an error whose attributes lie."""
+
+    def popleft_n(self, n: int) -> list[KVCacheBlock]:
+        if type(n) is int and n > self.num_free_blocks:
+            raise InsufficientFreeBlocksError(self.num_free_blocks, n)  # BUG: swapped
+        return super().popleft_n(n)
+
+
+class _NegativeCountIsInsufficient(FreeKVCacheBlockQueue):
+    """`popleft_n(-1)` says there are not enough free blocks instead of refusing the
+    count as a bad argument (what this project's queue once did)."""
+
+    def popleft_n(self, n: int) -> list[KVCacheBlock]:
+        if type(n) is int and n < 0:
+            raise InsufficientFreeBlocksError(n, self.num_free_blocks)  # BUG: wrong error
+        return super().popleft_n(n)
+
+
+class _ConstructorLinksUnchecked(FreeKVCacheBlockQueue):
+    """The constructor links its blocks without checking them: duplicates, and blocks
+    linked in another queue, are linked again (both lists get corrupted)."""
+
+    def __init__(self, blocks: Sequence[KVCacheBlock]) -> None:
+        super().__init__(())
+        head, tail = self.fake_free_list_head, self.fake_free_list_tail
+        self._link_between(head, tail, list(blocks))  # BUG: no _check_can_link
+
+
 SEEDED_QUEUES: dict[str, Callable[[Sequence[KVCacheBlock]], FreeKVCacheBlockQueue]] = {
     "cursor_checked_by_link_only": _LinkOnlyCursor,
     "unlinked_cursor_yields_nothing": _UnlinkedCursorYieldsNothing,
@@ -106,6 +171,11 @@ SEEDED_QUEUES: dict[str, Callable[[Sequence[KVCacheBlock]], FreeKVCacheBlockQueu
     "prepend_n_reversed": _PrependNReversed,
     "append_n_not_atomic": _AppendNNotAtomic,
     "failed_call_counts_as_change": _FailedCallCountsAsChange,
+    "prepend_trusts_own_blocks": _PrependTrustsOwnBlocks,
+    "prepend_keeps_iterators_alive": _PrependKeepsIteratorsAlive,
+    "count_error_swaps_arguments": _CountErrorSwapsArguments,
+    "negative_count_is_insufficient": _NegativeCountIsInsufficient,
+    "constructor_links_unchecked": _ConstructorLinksUnchecked,
 }
 
 
@@ -182,12 +252,30 @@ class _CachesFreeBlock(BlockPool):
         self.cached_block_hash_to_block.setdefault(block_hash, {})[block.block_id] = block
 
 
+class _NumFreeCountsNull(BlockPool):
+    """`get_num_free_blocks` counts the blocks at ref 0 -- the null block among them --
+    instead of asking the free queue: one too many."""
+
+    def get_num_free_blocks(self) -> int:
+        return sum(1 for b in self.blocks if b.ref_cnt == 0)  # BUG: the null block counts
+
+
+class _SizeCoercedWithInt(BlockPool):
+    """The constructor coerces its size with `int()`: `BlockPool(True)`, `BlockPool(2.0)`
+    and `BlockPool("3")` are accepted instead of refused."""
+
+    def __init__(self, num_blocks: int, enable_caching: bool = True) -> None:
+        super().__init__(int(num_blocks), enable_caching)  # BUG: coerced, not checked
+
+
 SEEDED_POOLS: dict[str, Callable[[int], BlockPool]] = {
     "double_free_unchecked": _DoubleFreeUnchecked,
     "free_all_to_back": _FreeAllToBack,
     "allocate_keeps_hash": _AllocateKeepsHash,
     "touch_skips_queue": _TouchSkipsQueue,
     "caches_free_block": _CachesFreeBlock,
+    "num_free_counts_null": _NumFreeCountsNull,
+    "size_coerced_with_int": _SizeCoercedWithInt,
 }
 
 

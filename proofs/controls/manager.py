@@ -13,15 +13,16 @@ example of docs/conformance.md all use it.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from evictable.impl.manager import CPUOffloadingManager, refusal
 from evictable.impl.slots import SlotAllocator
-from evictable.model.errors import DuplicateKeysError
-from evictable.model.lifecycle import CpuEvent
+from evictable.model.errors import DuplicateKeysError, NotLoadingError
+from evictable.model.lifecycle import CpuEvent, CpuState
 from evictable.model.types import Key, PrepareStoreOutput
-from evictable.model.validate import check_keys
+from evictable.model.validate import check_keys, check_keys_and_success, touch_keys
 from evictable.proofs.controls.bug import Factory, SeededBug
 
 __all__ = [
@@ -175,8 +176,75 @@ class DuplicatesOrphanSlot(CPUOffloadingManager):
         return PrepareStoreOutput(stored, [*out.slot_ids, *extra], out.evicted_keys)
 
 
-def _bug(name: str, cls: Callable[..., Any], faults: bool = False) -> SeededBug:
-    return SeededBug(name, cls.__doc__ or "", cls, faults=faults)
+class CommitActsOnLoading(CPUOffloadingManager):
+    """`complete_store` acts on every resident key that is not READY -- LOADING ones
+    too (the test is `ref_cnt != 0`, not `ref_cnt < 0`): committing a key that loads
+    read drops their pins and reports it as stored."""
+
+    def complete_store(self, keys: Sequence[Key], success: bool = True) -> list[Key]:
+        batch, _ = check_keys_and_success(keys, success)
+        loading = [b for k in batch if (b := self._blocks.get(k)) is not None and b.ref_cnt > 0]
+        for block in loading:
+            block.ref_cnt = -1  # BUG: treated as a store in flight
+        self._num_pending += len(loading)
+        return super().complete_store(keys, success)
+
+
+class ResetTrustsPolicy(CPUOffloadingManager):
+    """`reset_cache` clears the policy without a checkpoint: a policy whose `clear`
+    fails half-way is left emptied while the manager keeps every block."""
+
+    def reset_cache(self) -> None:
+        self._policy.clear()  # BUG: no checkpoint, no rollback
+        if self._own_table:
+            self._blocks.clear()
+        self._slots.reset()
+        self._num_evictable = 0
+        self._num_pending = 0
+
+
+class TouchTrustsPolicy(CPUOffloadingManager):
+    """`touch` hands the keys to the policy without a checkpoint (a touch is only a
+    hint): a policy that fails after reordering leaves the new order behind."""
+
+    def touch(self, keys: Sequence[Key]) -> None:
+        self._policy.touch(touch_keys(keys))  # BUG: no checkpoint, no rollback
+
+
+class CopySharesSlots(CPUOffloadingManager):
+    """A hand-written `__deepcopy__` copies the key table, the policy and the events
+    but shares the slot allocator: a store in the copy takes its slots from the
+    original."""
+
+    def __deepcopy__(self, memo: dict[int, object]) -> CopySharesSlots:
+        clone = copy.copy(self)
+        clone._policy = copy.deepcopy(self._policy, memo)
+        table = clone._policy.shared_table()
+        clone._blocks = table if table is not None else copy.deepcopy(self._blocks, memo)
+        clone._events = None if self._events is None else list(self._events)
+        clone._pin, clone._unpin = clone._policy.became_pinned, clone._policy.became_evictable
+        return clone  # BUG: clone._slots is self._slots
+
+
+class RefusalSaysReady(CPUOffloadingManager):
+    """`complete_load` refuses a PENDING key with the right error and key but names
+    the wrong state (READY): an error whose attributes lie."""
+
+    def complete_load(self, keys: Sequence[Key]) -> None:
+        try:
+            super().complete_load(keys)
+        except NotLoadingError as err:
+            if err.state != CpuState.PENDING.value:
+                raise
+            raise NotLoadingError(
+                err.keys, event=err.event, state="READY", reason=err.reason
+            ) from None
+
+
+def _bug(
+    name: str, cls: Callable[..., Any], faults: bool = False, klass: str = "baseline"
+) -> SeededBug:
+    return SeededBug(name, cls.__doc__ or "", cls, faults=faults, klass=klass)
 
 
 MANAGER_BUGS: tuple[SeededBug, ...] = (
@@ -188,5 +256,10 @@ MANAGER_BUGS: tuple[SeededBug, ...] = (
     _bug("failed_store_keeps_slot", FailedStoreKeepsSlot),
     _bug("no_policy_rollback_on_fault", NoPolicyRollbackOnFault, faults=True),
     _bug("duplicates_orphan_slot", DuplicatesOrphanSlot),
+    _bug("commit_acts_on_loading", CommitActsOnLoading, klass="alphabet"),
+    _bug("copy_shares_slots", CopySharesSlots, klass="alphabet"),
+    _bug("reset_trusts_policy", ResetTrustsPolicy, faults=True, klass="faults"),
+    _bug("touch_trusts_policy", TouchTrustsPolicy, faults=True, klass="faults"),
+    _bug("refusal_says_ready", RefusalSaysReady, klass="errors"),
 )
 """The manager's seeded bugs, in the order the suite reports them."""

@@ -8,9 +8,12 @@ that uses it in place of "lru" or "arc" (`bug.with_policy`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Set
+from heapq import heapify
+from typing import Any
 
 from evictable.impl.block import BlockStatus
 from evictable.impl.policies.arc import ARCCachePolicy
+from evictable.impl.policies.arc_index import HEAPED, IdleIndex
 from evictable.impl.policies.lru import LRUCachePolicy, link_last, unlink
 from evictable.model.types import Key
 from evictable.model.validate import touch_keys
@@ -48,6 +51,61 @@ class ForwardTouch(LRUCachePolicy):
                 _move_to_recent_end(self.ring, block)
 
 
+class TouchWithoutUnlink(LRUCachePolicy):
+    """`touch` re-links an evictable key at the most-recent end without unlinking it
+    first: the keys after it drop out of the list, and when the key already was the
+    most recent one it links to itself -- a walk of the list would circle forever."""
+
+    def touch(self, keys: Iterable[Key]) -> None:
+        for key in reversed(touch_keys(keys)):
+            block = self.blocks.get(key)
+            if block is not None and block.prev is not None:
+                link_last(self.ring, (block,))  # BUG: no unlink first
+
+
+class EvictionWrapsAround(LRUCachePolicy):
+    """`evict` treats the list as a circle: past the most recent key it starts again
+    at the least recent one until it has n victims -- when protected keys leave fewer
+    than n candidates, it never returns."""
+
+    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
+        ring = self.ring
+        if n == 0 or ring.next is ring:
+            return super().evict(n, protected)
+        chosen: list[BlockStatus] = []
+        block = ring.next
+        while len(chosen) < n:  # BUG: no bound on the walk
+            if block is ring:
+                block = ring.next
+                continue
+            if block is not None and block.key not in protected and block not in chosen:
+                chosen.append(block)
+            block = block.next if block is not None else ring
+        unlink(chosen)
+        for b in chosen:
+            del self.blocks[b.key]
+        return [(b.key, b) for b in chosen]
+
+
+class VictimsMostRecentFirst(LRUCachePolicy):
+    """`evict` picks the right victims but returns them most recent first (it stacked
+    them): their slots are freed, and their eviction reported, in the wrong order --
+    visible only when one call evicts several blocks."""
+
+    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
+        victims = super().evict(n, protected)
+        return None if victims is None else victims[::-1]  # BUG: reversed
+
+
+class CopyLosesRecency(LRUCachePolicy):
+    """A copy (pickle or `copy.deepcopy`) carries the evictable keys sorted instead of
+    in recency order: the copy evicts different keys than the original would."""
+
+    def __getstate__(self) -> tuple[int, dict[Key, BlockStatus], BlockStatus, list[Key]]:
+        capacity, blocks, ring, order = super().__getstate__()
+        return capacity, blocks, ring, sorted(order, key=repr)  # BUG: order lost
+
+
 def _move_to_recent_end(ring: BlockStatus, block: BlockStatus) -> None:
     """Unlink `block` if it is listed, then link it at the most-recent end."""
     if block.prev is not None:
@@ -70,6 +128,20 @@ POLICY_BUGS: tuple[SeededBug, ...] = (
         "forward_touch",
         ForwardTouch.__doc__ or "",
         with_policy("lru", "seeded-forward-touch", ForwardTouch),
+    ),
+    *(
+        SeededBug(
+            name,
+            cls.__doc__ or "",
+            with_policy("lru", f"seeded-{name.replace('_', '-')}", cls),
+            klass=klass,
+        )
+        for name, cls, klass in (
+            ("touch_without_unlink", TouchWithoutUnlink, "observation"),
+            ("eviction_wraps_around", EvictionWrapsAround, "observation"),
+            ("victims_most_recent_first", VictimsMostRecentFirst, "bounds"),
+            ("copy_loses_recency", CopyLosesRecency, "alphabet"),
+        )
     ),
 )
 
@@ -144,6 +216,49 @@ class B2HitGrowsTarget(ARCCachePolicy):
                 super().touch([key])
 
 
+class B1HitInvertedRatio(ARCCachePolicy):
+    """A ghost hit in B1 grows the target by max(1, |B1|/|B2|) instead of max(1,
+    |B2|/|B1|) (the ratio upside down): wrong only once both ghost lists are filled
+    and B1 is the longer one."""
+
+    def touch(self, keys: Iterable[Key]) -> None:
+        for key in reversed(touch_keys(keys)):
+            if key not in self.table and key in self.b1 and len(self.b2):
+                step = max(1.0, len(self.b1) / len(self.b2))  # BUG: inverted ratio
+                self.target_t1_size = min(self.target_t1_size + step, float(self.cache_capacity))
+                self.b1.move_to_end(key)
+            else:
+                super().touch([key])
+
+
+class _CompactionKeepsGarbage(IdleIndex):
+    def compact(self) -> None:
+        self.heap = [e for e in self.heap if not (e[1].next is HEAPED and e[1].stamp == e[0])]
+        heapify(self.heap)  # BUG: the test above is inverted
+
+
+class CompactionKeepsGarbage(ARCCachePolicy):
+    """Compacting an idle index keeps the stale heap entries and drops the live ones
+    (its test is inverted): after the first compaction -- more than `COMPACT_SLACK`
+    entries gone stale, so dozens of calls into a long run -- the idle records it
+    held can no longer be evicted."""
+
+    def __init__(self, cache_capacity: int) -> None:
+        super().__init__(cache_capacity)
+        self._idle1 = _CompactionKeepsGarbage()
+        self._idle2 = _CompactionKeepsGarbage()
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        super().__setstate__(state)  # rebuilds plain indices: rebuild them as broken ones
+        self._idle1, self._idle2 = _CompactionKeepsGarbage(), _CompactionKeepsGarbage()
+        records = sorted(self.table.values(), key=lambda record: record.stamp)
+        for record in records:
+            record.prev = record.next = None
+        for record in records:
+            if record.ref_cnt == 0:
+                self._index(record).append(record)
+
+
 def _first_idle(
     policy: ARCCachePolicy, keys: Iterable[Key], protected: Set[Key], taken: Set[Key]
 ) -> Key:
@@ -153,13 +268,41 @@ def _first_idle(
     )
 
 
-ARC_BUGS: tuple[SeededBug, ...] = tuple(
-    SeededBug(name, cls.__doc__ or "", with_policy("arc", f"seeded-arc-{name}", cls))
-    for name, cls in (
-        ("no_t1_fallback", NoT1Fallback),
-        ("touch_promotes_pending", TouchPromotesPending),
-        ("ghosts_never_trimmed", GhostsNeverTrimmed),
-        ("evictable_moves_to_mru", EvictableMovesToMru),
-        ("b2_hit_grows_target", B2HitGrowsTarget),
+ARC_BUGS: tuple[SeededBug, ...] = (
+    tuple(
+        SeededBug(
+            name, cls.__doc__ or "", with_policy("arc", f"seeded-arc-{name}", cls), policy="arc"
+        )
+        for name, cls in (
+            ("no_t1_fallback", NoT1Fallback),
+            ("touch_promotes_pending", TouchPromotesPending),
+            ("ghosts_never_trimmed", GhostsNeverTrimmed),
+            ("evictable_moves_to_mru", EvictableMovesToMru),
+            ("b2_hit_grows_target", B2HitGrowsTarget),
+        )
+    )
+    + tuple(
+        SeededBug(
+            name,
+            cls.__doc__ or "",
+            with_policy("arc", f"seeded-arc-{name}", cls),
+            policy="arc",
+            klass="arc",
+        )
+        for name, cls in (("b1_hit_inverted_ratio", B1HitInvertedRatio),)
+    )
+    + (
+        SeededBug(
+            "compaction_keeps_garbage",
+            CompactionKeepsGarbage.__doc__ or "",
+            with_policy("arc", "seeded-arc-compaction_keeps_garbage", CompactionKeepsGarbage),
+            policy="arc",
+            klass="arc",
+            long_history=(
+                "an idle index is compacted only once more than COMPACT_SLACK (32) of its heap "
+                "entries are stale; each needs a record released out of recency order and then "
+                "moved, so with the engines' 10 keys no trace under about 25 calls reaches it"
+            ),
+        ),
     )
 )

@@ -12,8 +12,10 @@ A payload is whatever lets the subject rebuild or hold the state: the state
 object itself, or the path of labels that reaches it (the manager replays paths,
 so that any implementation can be stepped beside the model). States are
 deduplicated by key; parent pointers give a shortest path of labels to every
-visited state. Because the search goes level by level and stops at the first level
-with a failure, the failure it reports is a shortest one.
+visited state. Each expansion runs under the per-step wall-clock bound
+(`lockstep.guard`): a state whose check or edges hang is reported as a failure.
+Because the search goes level by level and stops at the first level with a
+failure, the failure it reports is a shortest one.
 
 The engine stops early, with `complete=False`, when it has seen `max_states`
 distinct states or when `deadline` (a `time.monotonic()` value) has passed: a
@@ -26,10 +28,12 @@ from __future__ import annotations
 
 import multiprocessing
 import time
+from collections import Counter
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
+from evictable.proofs.lockstep.guard import StepTimeout, step_guard
 from evictable.proofs.obligations import deadline as current_deadline
 
 __all__ = ["Expansion", "Found", "Result", "Subject", "search"]
@@ -58,6 +62,8 @@ class Expansion(Generic[P, L]):
     found: Found[L] | None = None
     pruned: int = 0
     """Successors checked but deliberately not expanded (outside a bound)."""
+    notes: Counter[str] = field(default_factory=Counter)
+    """What the subject counted while expanding (summed into `Result.notes`)."""
 
 
 class Subject(Protocol[P, L]):
@@ -69,7 +75,9 @@ class Subject(Protocol[P, L]):
     def expand(self, payload: P) -> Expansion[P, L]:
         """Check the state `payload` stands for and every edge out of it.
 
-        A subject may also define `weight(payload) -> int`, see `Result.weight`."""
+        A subject may also define `weight(payload) -> int`, see `Result.weight`, and
+        keep in `in_flight` the label of the edge it is making (None between edges),
+        so that an edge that hangs is reported as the failing edge."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +99,8 @@ class Result(Generic[L]):
     stand for several concrete states, under a symmetry, says how many; default 1)."""
     parents: tuple[tuple[int, L | None], ...] = field(repr=False, compare=False)
     """Per visited state, in discovery order: (parent id, label); the root's is (-1, None)."""
+    notes: Counter[str] = field(default_factory=Counter, compare=False)
+    """The subject's counts over every expansion (evidence the search was not vacuous)."""
 
     @property
     def ok(self) -> bool:
@@ -116,11 +126,25 @@ def _init(subject: Any) -> None:
     _SUBJECT = subject
 
 
+def _expand_one(payload: Any) -> Expansion[Any, Any]:
+    """Expand one state under the per-step wall-clock bound (`lockstep.guard`): a state
+    whose check or edges do not finish in time is a failure, never a hang. The
+    subject's `in_flight` label (when it keeps one) names the edge that hung."""
+    try:
+        with step_guard():
+            return _SUBJECT.expand(payload)  # type: ignore[no-any-return]
+    except StepTimeout as timeout:
+        label = getattr(_SUBJECT, "in_flight", None)
+        if label is None:
+            return Expansion(found=Found(f"checking the state {timeout}"))
+        return Expansion(found=Found(f"the call {timeout}", label))
+
+
 def _expand_chunk(items: Sequence[tuple[int, Any]]) -> list[tuple[int, Expansion[Any, Any]]]:
     """Expand states in order, up to the first that fails."""
     out = []
     for sid, payload in items:
-        exp = _SUBJECT.expand(payload)
+        exp = _expand_one(payload)
         out.append((sid, exp))
         if exp.found is not None:
             break
@@ -163,6 +187,7 @@ def search(
     weigh = getattr(subject, "weight", None) or (lambda _payload: 1)
     weight = weigh(root_payload)
     found: tuple[int, Found[L]] | None = None
+    notes: Counter[str] = Counter()
     complete = True
     timed_out = False
     pool = None
@@ -185,6 +210,7 @@ def search(
             for sid, exp in expansions:
                 transitions += exp.edges
                 pruned += exp.pruned
+                notes.update(exp.notes)
                 if exp.found is not None:
                     if found is None or _length(parents, sid, exp.found) < _length(
                         parents, found[0], found[1]
@@ -229,6 +255,7 @@ def search(
         path,
         weight,
         tuple(parents),
+        notes,
     )
 
 

@@ -45,7 +45,6 @@ __all__ = [
     "apply_impl",
     "clone",
     "explore",
-    "lockstep_check",
     "render_state",
     "replay",
     "stall_run",
@@ -381,33 +380,6 @@ class Search:
 
 def initial(bounds: Bounds, validation: Validation) -> ModelLazyOffload:
     return ModelLazyOffload(ModelBlockPool(bounds.num_blocks + 1), bounds.window, validation)
-
-
-def lockstep_check(
-    bounds: Bounds, scanner_cls: type[LazyOffloadScanner]
-) -> Callable[[ModelLazyOffload, list[Action], list[int] | None], str | None]:
-    """Replay a state's path on a fresh implementation (`scanner_cls` over `BlockPool`)
-    and compare the last call's result and both snapshots with the model's."""
-
-    def check(m: ModelLazyOffload, path: list[Action], got: list[int] | None) -> str | None:
-        pool = BlockPool(bounds.num_blocks + 1)
-        box = [0]
-        scanner = scanner_cls(pool, bounds.window, lambda: box[0])
-        out: list[int] | None = None
-        try:
-            for a in path:
-                out = apply_impl(pool, scanner, a, box)
-        except LifecycleError as err:
-            return f"impl raised {type(err).__name__}: {err} (model did not)"
-        if out != got:
-            return f"impl returned {out}, model {got}"
-        if pool.snapshot() != m.pool.snapshot():
-            return f"pool snapshots differ: impl {pool.snapshot()}"
-        if scanner.snapshot() != m.snapshot():
-            return f"scanner snapshots differ: impl {scanner.snapshot()}, model {m.snapshot()}"
-        return None
-
-    return check
 
 
 PathCheck = Callable[[ModelLazyOffload, list[Action], list[int] | None], str | None]

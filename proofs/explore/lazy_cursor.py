@@ -8,10 +8,11 @@ over the model scanner and pool at small bounds:
   invariant. Negative control: ref-count-only validation (vLLM's rule) must yield
   a counterexample -- the *skip*: the cursor block is taken and freed again between
   two steps, rejoins at the back with ref_cnt 0, and the walk resumes from there.
-* `lazy.impl_lockstep` -- `impl.LazyOffloadScanner` over `impl.BlockPool`, replayed
-  along the path to every state of the same search, returns what the model
-  returns and has equal snapshots. Negative control: an impl scanner that trusts a
-  ref-0 cursor block (vLLM's rule) must diverge.
+* `lazy.impl_lockstep` -- `impl.LazyOffloadScanner` over `impl.BlockPool`, judged
+  on every edge of the same search (`explore.lazy_impl`): the same results and
+  errors, nothing changed on an error, equal snapshots. Negative control: every
+  seeded broken scanner (`proofs.controls.scanners`; among them one that trusts a
+  ref-0 cursor block, vLLM's rule) must diverge.
 * `lazy.no_stall` -- with generation validation, from every reachable state, with
   no pool mutation, `ceil(len(queue)/window) + 1` steps visit every block that
   needs offloading. Negative control: ref-count-only validation must yield a state
@@ -40,16 +41,16 @@ from dataclasses import replace
 
 from evictable.impl.lazy_offload import LazyOffloadScanner
 from evictable.model.lazy_offload import ModelLazyOffload, StartKind, Validation
-from evictable.proofs.controls.gpu import RefCountScanner
+from evictable.proofs.controls.scanners import SEEDED_SCANNERS
 from evictable.proofs.explore.lazy import (
     Bounds,
     Check,
     Search,
     explore,
     invariants_check,
-    lockstep_check,
     no_stall_check,
 )
+from evictable.proofs.explore.lazy_impl import lockstep_search
 from evictable.proofs.obligations import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.registry import Level
 from evictable.proofs.z3 import lazy as lazy_z3
@@ -57,16 +58,25 @@ from evictable.proofs.z3 import lazy as lazy_z3
 __all__ = ["BOUNDS", "UNLINK_BOUNDS", "obligations", "search_all"]
 
 BOUNDS: dict[str, tuple[Bounds, ...]] = {
-    "quick": (Bounds(num_blocks=3, window=1, hashes=("a",), max_ref=1, capacities=(1,)),),
-    "default": (Bounds(num_blocks=3, window=1, hashes=("a",), max_ref=2, capacities=(1, 3)),),
+    "quick": (
+        Bounds(num_blocks=3, window=1, hashes=("a",), max_ref=1, capacities=(0, 1)),
+        Bounds(num_blocks=2, window=2, hashes=("a",), max_ref=2, capacities=(0, 1, 2)),
+    ),
+    "default": (
+        Bounds(num_blocks=3, window=2, hashes=("a",), max_ref=1, capacities=(0, 1, 3)),
+        Bounds(num_blocks=3, window=1, hashes=("a",), max_ref=2, capacities=(0, 1)),
+    ),
     "thorough": (
         Bounds(num_blocks=3, window=1, hashes=("a", "b"), max_ref=2, capacities=(0, 1, 3)),
-        Bounds(num_blocks=4, window=2, hashes=("a",), max_ref=1, capacities=(1, 4)),
-        Bounds(num_blocks=4, window=1, hashes=("a",), max_ref=2, capacities=(1,)),
+        Bounds(num_blocks=3, window=2, hashes=("a",), max_ref=2, capacities=(0, 1, 3)),
+        Bounds(num_blocks=4, window=2, hashes=("a",), max_ref=1, capacities=(0, 1, 4)),
+        Bounds(num_blocks=4, window=1, hashes=("a",), max_ref=2, capacities=(0, 1)),
     ),
 }
 """Per level, the bounds searched in turn (usable blocks, window, hash values, ref
-bound for requests, capacities a step is given)."""
+bound for requests, capacities a step is given). Every level has a window of 2
+(a step that walks past more than one block) and a capacity of 0 (a step that may
+select nothing); with window 1, capacities above 1 act as 1 and are left out."""
 
 UNLINK_BOUNDS: dict[str, tuple[Bounds, ...]] = {
     "quick": BOUNDS["quick"],
@@ -143,13 +153,34 @@ def _refute(
 
 
 def _lockstep(level: Level, cls: type[LazyOffloadScanner]) -> Callable[[float], Outcome]:
-    bounds = BOUNDS[level][0]
+    """Every bound of the level, the implementation judged on every edge."""
 
     def run(_timeout_s: float) -> Outcome:
-        s = explore(bounds, Validation.GENERATION, lambda m: None, lockstep_check(bounds, cls))
-        if s.violation is not None:
-            return refuted("\n".join([f"bounds: {bounds}", *s.trace, s.violation]))
-        return proved()
+        states = transitions = 0
+        for bounds in BOUNDS[level]:
+            s = lockstep_search(bounds, cls)
+            states, transitions = states + s.states, transitions + s.transitions
+            if s.found is not None:
+                trace = [f"{i:>3}. {a}" for i, a in enumerate(s.path, 1)]
+                return refuted("\n".join([f"bounds: {bounds}", s.found.reason, *trace]))
+            if not s.complete:
+                return Outcome(Status.UNKNOWN, f"state bound reached: {s.states} states")
+        return proved(f"{states} states, {transitions} transitions (every edge judged)")
+
+    return run
+
+
+def _every_scanner(level: Level) -> Callable[[float], Outcome]:
+    """Refuted only when every seeded broken scanner diverges somewhere."""
+
+    def run(timeout_s: float) -> Outcome:
+        caught = []
+        for name, cls in SEEDED_SCANNERS.items():
+            out = _lockstep(level, cls)(timeout_s)
+            if out.status is not Status.COUNTEREXAMPLE:
+                return proved(f"{name} was not caught")
+            caught.append(f"{name}: {out.counterexample.splitlines()[1]}")
+        return refuted("\n".join(caught))
 
     return run
 
@@ -184,14 +215,15 @@ def obligations(level: Level) -> list[Obligation]:
         Obligation(
             name="lazy.impl_lockstep",
             statement="impl.LazyOffloadScanner over impl.BlockPool matches the model on every "
-            "path of the exhaustive search (results and snapshots)",
+            "edge of the exhaustive search (results, errors, all-or-nothing, snapshots, "
+            "invariants)",
             check=_lockstep(level, LazyOffloadScanner),
-            negative=_lockstep(level, RefCountScanner),
-            negative_statement="an impl scanner validating its cursor by ref_cnt only "
-            "diverges from the model",
+            negative=_every_scanner(level),
+            negative_statement=f"each of {len(SEEDED_SCANNERS)} seeded broken scanners "
+            "diverges from the model (among them vLLM's ref_cnt-only cursor rule)",
             tags=("lazy", "explore", "impl"),
             kind=Kind.EXPLORED,
-            bounds=_describe(bounds[:1]),
+            bounds=_describe(bounds),
         ),
         Obligation(
             name="lazy.no_stall",

@@ -29,17 +29,19 @@ the reported trace is a shortest one.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from evictable.proofs.controls.manager import non_atomic_complete_load
+from evictable.proofs.controls.manager import NoPolicyRollbackOnFault, non_atomic_complete_load
 from evictable.proofs.explore.engine import Result, search
 from evictable.proofs.explore.manager_subject import Bounds, ManagerSubject
 from evictable.proofs.explore.ops import Op
 from evictable.proofs.explore.trace import Factory
 from evictable.proofs.lockstep.compare import Kind as FindingKind
 from evictable.proofs.lockstep.contract import DEFAULT, Contract
+from evictable.proofs.lockstep.faults import HOOKS
 from evictable.proofs.lockstep.findings import snippet as render_snippet
+from evictable.proofs.lockstep.guard import StepTimeout, step_guard
 from evictable.proofs.obligations import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.policies import profile, verified_policies
 from evictable.proofs.registry import Level
@@ -113,6 +115,9 @@ class Exploration:
     parents: tuple[tuple[int, int], ...] = field(default=(), compare=False, repr=False)
     """Per visited state, in discovery (breadth-first) order: (parent id, op index);
     the initial state is (-1, -1)."""
+    unfaulted: tuple[str, ...] = ()
+    """With `Bounds.faults`: the policy hooks no fault was ever injected into (the
+    fault alphabet was vacuous for them, so the run proves nothing about them)."""
 
     def paths(self) -> list[tuple[int, ...]]:
         """A shortest path of op indexes (into `Alphabet.ops`) to every visited state,
@@ -124,12 +129,14 @@ class Exploration:
 
     @property
     def ok(self) -> bool:
-        return self.failure is None and self.figures.complete
+        return self.failure is None and self.figures.complete and not self.unfaulted
 
     def summary(self) -> str:
         sym = "canonical" if self.canonical else "no canonicalisation"
         head = f"explore {self.bounds.describe()} ({sym}, {self.workers} workers): "
         verdict = "OK" if self.ok else "FAILED" if self.failure else "INCOMPLETE"
+        if self.unfaulted and self.failure is None and self.figures.complete:
+            verdict = f"VACUOUS: no fault ever injected into {', '.join(self.unfaulted)}"
         out = head + self.figures.line() + f" -> {verdict}"
         if self.failure is not None:
             out += "\n" + self.failure.text()
@@ -172,7 +179,24 @@ def explore(
     )
     failure = _failure(subject, run) if run.found is not None else None
     parents = tuple((pid, -1 if label is None else label) for pid, label in run.parents)
-    return Exploration(bounds, canonical, workers, figures, failure, parents)
+    unfaulted: tuple[str, ...] = ()
+    if bounds.faults and failure is None:
+        unfaulted = tuple(h for h in HOOKS if not run.notes[f"fault:{h}"])
+    return Exploration(bounds, canonical, workers, figures, failure, parents, unfaulted)
+
+
+def _hung_lines(
+    ctx: ManagerSubject, labels: Sequence[int], op: Op | None, timeout: StepTimeout
+) -> list[tuple[str, str, bool]]:
+    """The trace up to the call that did not return, that call marked as such."""
+    try:
+        with step_guard():
+            lines = ctx.lines(labels, None)
+    except Exception as exc:
+        lines = [(f"# replaying the trace raised {type(exc).__name__}: {exc}", "", False)]
+    if op is not None:
+        lines.append((f"m.{op.text}", f"impl: the call {timeout}", True))
+    return lines
 
 
 def _failure(ctx: ManagerSubject, run: Result[int]) -> Failure:
@@ -183,8 +207,11 @@ def _failure(ctx: ManagerSubject, run: Result[int]) -> Failure:
     path = tuple(ctx.ops[i] for i in labels)
     op = ctx.ops[found.last] if found.last is not None else None
     try:
-        lines = ctx.lines(labels, found.last)
-        kind = ctx.classify(labels, found.last)
+        with step_guard():  # replaying an edge that hung would hang again
+            lines = ctx.lines(labels, found.last)
+            kind = ctx.classify(labels, found.last)
+    except StepTimeout as timeout:
+        lines, kind = _hung_lines(ctx, labels, op, timeout), FindingKind.HANG
     except Exception as exc:  # the factory itself failed: the reason says so
         lines, kind = (
             [(f"# replaying the trace raised {type(exc).__name__}: {exc}", "", False)],
@@ -209,7 +236,7 @@ CONTROL_BOUNDS = Bounds(slots=2, keys=2, max_ref=1, batch=2)
 def _outcome(run: Exploration) -> Outcome:
     if run.failure is not None:
         return refuted(run.summary())
-    if not run.figures.complete:
+    if not run.figures.complete or run.unfaulted:
         return Outcome(Status.UNKNOWN, run.summary())
     return proved(run.figures.line())
 
@@ -223,11 +250,15 @@ def _explore_check(bounds: Bounds, factory: Factory | None) -> Callable[[float],
 
 def obligations(level: Level) -> list[Obligation]:
     """`explore.<policy>` for every verified policy (`proofs.policies`), each with a
-    negative control: a seeded non-atomic implementation that must be caught."""
+    negative control: a seeded non-atomic implementation that must be caught; and
+    `explore.<policy>.faults`, the same with the fault alphabet (a fault at call 1 or
+    2 of every hook an op reaches, at its entry and after its body), whose control
+    is a manager that does not roll its policy back."""
     out: list[Obligation] = []
     for policy in verified_policies():
         bounds = profile(policy).explore[level]
         control = replace(CONTROL_BOUNDS, policy=policy)
+        faults = profile(policy).faults[level]
         out.append(
             Obligation(
                 name=f"explore.{policy}",
@@ -245,6 +276,25 @@ def obligations(level: Level) -> list[Obligation]:
                 kind=Kind.EXPLORED,
                 bounds=bounds.describe(),
                 negative_bounds=control.describe(),
+            )
+        )
+        out.append(
+            Obligation(
+                name=f"explore.{policy}.faults",
+                statement=(
+                    f"every reachable state ({faults.describe()}): under a fault in any "
+                    "policy hook an op reaches, the implementation re-raises it and "
+                    "changes nothing (all-or-nothing under faults)"
+                ),
+                check=_explore_check(faults, None),
+                negative=_explore_check(replace(control, faults=True), NoPolicyRollbackOnFault),
+                negative_statement=(
+                    "the explorer finds a manager that restores its own records but not "
+                    "its policy when a hook fails"
+                ),
+                tags=("explore", "faults"),
+                kind=Kind.EXPLORED,
+                bounds=faults.describe(),
             )
         )
     return out

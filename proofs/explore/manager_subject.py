@@ -12,12 +12,20 @@ changed nothing observable leaves them in use for the next op.
 
 Successor codes are filtered through the worker's own visited set before they are
 sent to the parent, which deduplicates globally.
+
+With `Bounds.faults` the alphabet also has faults: the implementation runs its
+policy's fault-injecting variant, and every op that succeeded on the model is made
+again with each policy hook it reached failing at call k (k = 1, 2), at the hook's
+entry and after its body; the implementation must re-raise the injected fault and
+end exactly in the state's snapshot. So all-or-nothing under faults is checked
+exhaustively at the bounds, not sampled.
 """
 
 from __future__ import annotations
 
 import math
 import pickle
+from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,10 +33,10 @@ from typing import Any
 from evictable.model.manager import MODEL_POLICIES, ModelManager
 from evictable.model.types import ManagerSnapshot
 from evictable.proofs.explore.engine import Expansion, Found
-from evictable.proofs.explore.ops import Alphabet, Op
+from evictable.proofs.explore.ops import Alphabet, Op, invoke
 from evictable.proofs.explore.state import Code, encode, mentioned_keys
 from evictable.proofs.explore.trace import Factory
-from evictable.proofs.lockstep.compare import Kind, Mismatch, describe
+from evictable.proofs.lockstep.compare import Kind, Mismatch, describe, diff
 from evictable.proofs.lockstep.contract import DEFAULT, Contract
 from evictable.proofs.lockstep.cpu_contract import (
     ObservationError,
@@ -41,8 +49,13 @@ from evictable.proofs.lockstep.cpu_contract import (
     pair,
     refused_by_table,
 )
+from evictable.proofs.lockstep.faults import PLAN, InjectedFault, fault_policy_name
 
-__all__ = ["Bounds", "Context", "ManagerSubject", "Payload"]
+__all__ = ["FAULT_CALLS", "Bounds", "Context", "ManagerSubject", "Payload"]
+
+FAULT_CALLS = 2
+"""With `Bounds.faults`: a fault is injected at each of the first this many calls of a
+hook an op reaches."""
 
 
 @dataclass(frozen=True)
@@ -56,12 +69,17 @@ class Bounds:
     batch: int = 2
     policy: str = "lru"
     events: int = 0
+    faults: bool = False
+    """Also inject a fault at call k (1, 2) of every hook an op reaches, at the hook's
+    entry and after its body (the implementation then runs its policy's
+    fault-injecting variant, `lockstep.faults`)."""
 
     def describe(self) -> str:
         ev = f"events<={self.events}" if self.events else "events off"
+        faults = " faults at call 1-2 of every hook" if self.faults else ""
         return (
             f"policy={self.policy} slots={self.slots} keys={self.keys} "
-            f"max_ref={self.max_ref} batch={self.batch} {ev}"
+            f"max_ref={self.max_ref} batch={self.batch} {ev}{faults}"
         )
 
     def check(self) -> None:
@@ -96,6 +114,12 @@ class Context:
         self.model = model
         """The reference model's class; None: the contract's (`make_model`)."""
         self.factory = factory
+        self.impl_policy = bounds.policy
+        if bounds.faults:
+            faulty = fault_policy_name(bounds.policy)
+            if faulty is None:
+                raise ValueError(f"no fault-injecting variant of policy {bounds.policy!r}")
+            self.impl_policy = faulty
         self.canonical = canonical
         self.contract = contract
         self.masked = masked
@@ -107,6 +131,9 @@ class Context:
         self.seen: set[Code] = set()
         self.picklable: dict[type, bool] = {}
         self.counted = True
+        self.in_flight: int | None = None
+        """The op being made on the working copies (None between ops): the edge the
+        engine reports when one hangs (`explore.engine`)."""
 
     def new_model(self) -> ModelManager:
         """A fresh reference model: of class `model` if one was given, else the
@@ -119,7 +146,7 @@ class Context:
     def fresh(self, path: Sequence[int]) -> tuple[ModelManager, Any]:
         b = self.bounds
         model = self.new_model()
-        impl = self.factory(b.slots, b.policy, b.events > 0)
+        impl = self.factory(b.slots, self.impl_policy, b.events > 0)
         for i in path:
             op = self.ops[i]
             pair(self.contract, model, impl, op.method, op.build)
@@ -226,12 +253,72 @@ def _state_failure(
     return m, i, found
 
 
+def _fault_failure(
+    impl: Any, fired: InjectedFault, ri: Any, i_pre: object, what: str
+) -> str | None:
+    """Why the implementation mishandled the injected fault `fired`, or None."""
+    if not ri.raised or ri.value is not fired:
+        return f"{what}: impl did not re-raise the injected fault: {ri.describe()}"
+    i_post, why = _post(impl)
+    if why is not None:
+        return f"{what}: {why}"
+    if i_post != i_pre:
+        return f"{what}: impl changed state although the call failed: {diff(i_pre, i_post)}"
+    return None
+
+
+def _post(obj: Any) -> tuple[object, str | None]:
+    """`obj.snapshot()`, or why it could not be taken."""
+    try:
+        return obj.snapshot(), None
+    except Exception as exc:  # an adapter whose snapshot crashes fails the check
+        return None, f"impl.snapshot() raised {type(exc).__name__}: {exc}"
+
+
 Payload = tuple[tuple[int, ...], int]
 """A state as the explorer hands it around: (shortest path of op indexes, number of
 keys it mentions)."""
 
 
-class ManagerSubject(Context):
+class _Faults:
+    """The fault alphabet of one op (a mixin of `ManagerSubject`)."""
+
+    bounds: Bounds
+    fresh: Callable[[Sequence[int]], tuple[ModelManager, Any]]
+
+    def _faults(
+        self,
+        path: Sequence[int],
+        op: Op,
+        reached: Counter[str],
+        i_pre: object,
+        make_i: Callable[[], Any] | None,
+        notes: Counter[str],
+    ) -> str | None:
+        """Make `op` again with each hook it reached failing on its call 1 or 2, at the
+        hook's entry and after its body: the implementation must re-raise the fault
+        and end exactly in its pre-state (all-or-nothing under faults)."""
+        for hook, calls in sorted(reached.items()):
+            for k in range(1, min(calls, FAULT_CALLS) + 1):
+                for late in (False, True):
+                    impl = make_i() if make_i is not None else self.fresh(path)[1]
+                    PLAN.arm(hook, k, late)
+                    try:
+                        ri = invoke(impl, op)
+                    finally:
+                        fired = PLAN.disarm()
+                    if fired is None:
+                        continue  # the hook was reached fewer times this time
+                    notes[f"fault:{hook}"] += 1
+                    when = " after its body" if late else ""
+                    what = f"with policy hook {hook!r} failing on call {k}{when}"
+                    why = _fault_failure(impl, fired, ri, i_pre, what)
+                    if why is not None:
+                        return why
+        return None
+
+
+class ManagerSubject(Context, _Faults):
     """The CPU manager as a subject of `explore.engine.search`: the model's states,
     the implementation stepped beside it on every edge."""
 
@@ -263,6 +350,12 @@ class ManagerSubject(Context):
 
     def expand(self, payload: Payload) -> Expansion[Payload, int]:
         """Check the state reached by the payload's path and every edge out of it."""
+        self.in_flight = None  # left set when an edge hangs: the engine reports it
+        out = self._expand(payload)
+        self.in_flight = None
+        return out
+
+    def _expand(self, payload: Payload) -> Expansion[Payload, int]:
         path = payload[0]
         out: Expansion[Payload, int] = Expansion()
         try:
@@ -292,7 +385,18 @@ class ManagerSubject(Context):
                 hist = []
             if not self.allowed(wm, op):
                 continue
-            found, m_post, i_post = self.edge(wm, wi, op, m_pre, i_pre)
+            self.in_flight = oi
+            with PLAN.counting() as reached:
+                found, m_post, i_post = self.edge(wm, wi, op, m_pre, i_pre)
+            ok = found is None and m_post is not None and i_post is not None
+            if ok and self.bounds.faults and reached and i_pre.full is not None:
+                # Fault attempts run on copies of the state itself: their failure is
+                # this op's, whatever the working copies saw before.
+                faulted = self._faults(path, op, reached, i_pre.full, make_i, out.notes)
+                if faulted is not None:
+                    out.found = Found(f"{op}: {faulted}", oi)
+                    return out
+            self.in_flight = None
             out.edges += 1
             if found is not None or m_post is None or i_post is None:
                 if found is not None and found.kind in self.masked:

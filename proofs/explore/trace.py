@@ -13,6 +13,7 @@ from typing import Any
 
 from evictable.proofs.explore.ops import Op, invoke
 from evictable.proofs.lockstep.compare import Reply, describe
+from evictable.proofs.lockstep.guard import StepTimeout, step_guard
 
 __all__ = ["Factory", "factory_source", "render_snippet"]
 
@@ -53,14 +54,14 @@ def render_snippet(
     ]
     for op in path:
         rm = invoke(model, op)
-        ri = invoke(impl, op) if impl is not None else rm
+        ri = _guarded(impl, op) if impl is not None else rm
         note = describe(rm)
         if describe(ri) != note:
             note += f"  (impl: {describe(ri)})"
         lines.append(f"{_call(op, rm.raised or ri.raised)}  # {note}")
     if last is not None:
         rm = invoke(model, last)
-        ri = invoke(impl, last) if impl is not None else Reply(True, RuntimeError("no impl"))
+        ri = _guarded(impl, last) if impl is not None else Reply(True, RuntimeError("no impl"))
         lines.append(
             f"{_call(last, rm.raised or ri.raised)}  # expected (model) {describe(rm)}; "
             f"observed {describe(ri)}"
@@ -68,6 +69,16 @@ def render_snippet(
     lines.append(f"# {reason}")
     lines.append("print(m.snapshot())")
     return "\n".join(lines)
+
+
+def _guarded(impl: Any, op: Op) -> Reply:
+    """The implementation's reply, under the per-step bound: a call that hangs is
+    shown as such (and the snippet stops being replayed on it)."""
+    try:
+        with step_guard():
+            return invoke(impl, op)
+    except StepTimeout as timeout:
+        return Reply(True, TimeoutError(str(timeout)))
 
 
 def _call(op: Op, raises: bool) -> str:

@@ -26,6 +26,7 @@ step it compares results, errors and snapshots (docs/conformance.md).
 
 from __future__ import annotations
 
+import random
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -47,6 +48,7 @@ from evictable.model.types import (
 from evictable.proofs.controls.manager import key_by_key
 from evictable.proofs.lockstep.compare import Kind as FindingKind
 from evictable.proofs.lockstep.contract import DEFAULT, Contract, ContractError, resolve
+from evictable.proofs.lockstep.copies import MODES, copy_modes
 from evictable.proofs.lockstep.faults import PLAN, fault_policy_name
 from evictable.proofs.lockstep.findings import Finding, snippet
 from evictable.proofs.lockstep.inputs import KEYS
@@ -155,6 +157,8 @@ class ConformanceRecord:
     findings: tuple[Finding, ...] = ()
     """One per class, in order of discovery (the first is `reason`/`trace`)."""
     contract: Contract = DEFAULT
+    seed: int | None = None
+    """The seed the run used (drawn afresh when none was asked for): it reproduces it."""
 
     @property
     def ok(self) -> bool:
@@ -173,6 +177,8 @@ class ConformanceRecord:
                 f"; first divergence in example {self.first_failure_example} "
                 f"after {self.first_failure_steps} steps"
             )
+        if self.status == "failed" and self.seed is not None:
+            head += f" (seed {self.seed} reproduces it)"
         if len(self.findings) > 1:
             classes = ", ".join(f.kind.value for f in self.findings)
             return "\n".join(
@@ -219,14 +225,21 @@ def make_machine(
     inject_faults: bool | None = None,
     contract: Contract = DEFAULT,
     collect: bool = False,
+    require_copies: bool = False,
 ) -> type[RuleBasedStateMachine]:
     """A lock-step machine class bound to `factory`, `policy` and `contract`.
 
     `inject_faults`: True (required: raises ValueError if the factory does not build
     its policy through `impl.policies.factory`), False, or None (use when possible).
     `collect`: record failures in the machine's `stats` instead of raising.
+    `require_copies`: raise ValueError unless the adapters survive every copy round
+    trip (`lockstep.copies`; otherwise the copy rule uses the modes that work).
     Use `make_machine(...).TestCase` as a pytest test class.
     """
+    if require_copies:
+        missing = [how for how in MODES if how not in copy_modes(factory, policy)]
+        if missing:
+            raise ValueError(f"the adapters do not survive a {'/'.join(missing)} round trip")
     if policy not in MODEL_POLICIES:
         raise ValueError(f"the model has no policy {policy!r}; known: {sorted(MODEL_POLICIES)}")
     faults = False
@@ -275,15 +288,17 @@ def run_conformance(
     shrink_budget_s: float = 20.0,
     contract: Contract | None = None,
     stop_at_first: bool = False,
+    require_copies: bool = False,
 ) -> ConformanceRecord:
     """Run the engine without pytest: `examples` runs of up to `steps` steps each.
 
-    `seed` None draws fresh randomness; an int makes the run reproducible.
+    `seed` None draws a fresh seed (recorded in the record and printed with a
+    failure, so the run can be reproduced); an int makes the run reproducible.
     `contract` None: the factory's declared contract (`contract.declared`). The run
     continues past findings (`stop_at_first` stops at the first instead); the
     shortest failure of each class is then shrunk by replay, the whole shrinking
-    taking at most `shrink_budget_s` seconds. Never raises for a broken factory or
-    adapter: that is reported as status "error".
+    taking at most `shrink_budget_s` seconds. `require_copies`: see `make_machine`.
+    Never raises for a broken factory or adapter: that is reported as status "error".
     """
     try:
         contract = resolve(factory) if contract is None else contract
@@ -293,11 +308,19 @@ def run_conformance(
     if why:
         return _error(policy, examples, steps, why)
     try:
-        machine = make_machine(factory, policy, inject_faults, contract, collect=not stop_at_first)
+        machine = make_machine(
+            factory,
+            policy,
+            inject_faults,
+            contract,
+            collect=not stop_at_first,
+            require_copies=require_copies,
+        )
     except ValueError as exc:
         return _error(policy, examples, steps, str(exc))
-    if seed is not None:
-        machine = hypothesis_seed(seed)(machine)
+    if seed is None:  # fresh randomness, but a seed that can be printed and re-run
+        seed = random.SystemRandom().randrange(2**32)
+    machine = hypothesis_seed(seed)(machine)
     stats = machine.stats  # type: ignore[attr-defined]
     faults = machine.fault_policy is not None  # type: ignore[attr-defined]
     # Shrinking is done by replay, below.
@@ -344,6 +367,7 @@ def run_conformance(
         tuple(sorted(stats.outcomes.items())),
         findings,
         contract,
+        seed,
     )
 
 
@@ -402,7 +426,14 @@ def _check(
         if broken:
             factory = key_by_key(factory, "prepare_load")
         record = run_conformance(
-            factory, policy, examples, steps, seed, inject_faults=not broken, stop_at_first=True
+            factory,
+            policy,
+            examples,
+            steps,
+            seed,
+            inject_faults=not broken,
+            stop_at_first=True,
+            require_copies=True,
         )
         return record.outcome()
 

@@ -1,6 +1,6 @@
 """A lock-step run's actions, failures and counts (`lockstep.manager.LockStep`).
 
-* `Start`, `Step`, `Fault`, `Construct` -- the actions a `LockStep` applies;
+* `Start`, `Step`, `Fault`, `Copy`, `Construct` -- the actions a `LockStep` applies;
 * `TraceLine` -- one line of a trace (code, both sides' answers, whether it raised);
 * `ConformanceFailure` -- a divergence: its class (`compare.Kind`), reason, trace and
   actions (and the further findings of the same last step);
@@ -21,6 +21,7 @@ __all__ = [
     "Action",
     "ConformanceFailure",
     "Construct",
+    "Copy",
     "Fault",
     "RunStats",
     "Start",
@@ -47,11 +48,21 @@ class Step:
 
 @dataclass(frozen=True)
 class Fault:
-    """`call` on the impl with policy hook `hook` raising on its k-th call."""
+    """`call` on the impl with policy hook `hook` raising on its k-th call: at the
+    hook's entry, or with `late` after its body ran (the policy already changed)."""
 
     call: Call
     hook: str
     k: int
+    late: bool = False
+
+
+@dataclass(frozen=True)
+class Copy:
+    """Continue the run on a copy of the implementation (`how`: one of
+    `lockstep.copies.MODES`)."""
+
+    how: str
 
 
 @dataclass(frozen=True)
@@ -60,10 +71,10 @@ class Construct:
 
     num_blocks: object
     policy: str
-    events: bool
+    events: object
 
 
-Action = Start | Step | Fault | Construct
+Action = Start | Step | Fault | Construct | Copy
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 `LockStep` runs one call on the model and on the implementation, compares the
 outcomes (result, or error type and attributes), records the trace, checks that a
 call that raised changed neither side, and steps the live `iter_blocks_after`
-iterators. The machines themselves are in `proofs/lockstep/gpu_machines.py`.
+iterators. The machines themselves are in `lockstep.gpu_machines` and `lockstep.lazy_machine`.
+Every call (and every observation of both sides) runs under the per-step
+wall-clock bound of `lockstep.guard`.
 
 Every machine class carries a `lockstep.contract.Contract` (`contract`): its error
 contract decides what counts as the same error; without `invalid` calls a call the
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from hypothesis import reject
 from hypothesis import strategies as st
@@ -33,6 +35,7 @@ from evictable.model.free_queue import FreeQueueSnapshot
 from evictable.model.types import BlockId
 from evictable.proofs.lockstep.compare import Kind, Reply, describe, invoke, judge
 from evictable.proofs.lockstep.contract import DEFAULT, Contract
+from evictable.proofs.lockstep.guard import StepTimeout, step_guard
 from evictable.proofs.obligations import check_deadline
 
 __all__ = [
@@ -41,6 +44,7 @@ __all__ = [
     "UNIVERSE",
     "GpuConformanceFailure",
     "LockStep",
+    "bare",
     "ids_of",
     "keep_message",
     "no_result",
@@ -81,6 +85,13 @@ def project(value: Any) -> Any:
     if isinstance(value, tuple):
         return tuple(project(v) for v in value)
     return value
+
+
+def bare(cursor: Any) -> Any:
+    """A model cursor as vLLM's bare block: the walk after its block's current position."""
+    from evictable.model.free_queue import ModelCursor
+
+    return cursor.block_id if isinstance(cursor, ModelCursor) else cursor
 
 
 def ids_of(blocks: Sequence[KVCacheBlock]) -> list[int]:
@@ -125,7 +136,7 @@ class LockStep(RuleBasedStateMachine):
     """Finding classes already reported: an example that shows one is given up
     (`hypothesis.reject`), so that the run looks for the others."""
 
-    def fail(self, reason: str, kind: Kind = Kind.STATE) -> None:
+    def fail(self, reason: str, kind: Kind = Kind.STATE) -> NoReturn:
         if kind in self.masked:
             reject()
         raise GpuConformanceFailure(reason, self.trace, kind)
@@ -163,6 +174,26 @@ class LockStep(RuleBasedStateMachine):
             if observed.raised:
                 self.fail(f"impl invariants broken: {describe(observed)}", Kind.INVARIANT)
 
+    def observe(self, label: str) -> tuple[Any, Any]:
+        """Both sides' states as the contract compares them (`views`); an observation
+        that raises (a broken list reports itself as `InvariantViolationError`, see
+        `impl.free_queue`) fails the run."""
+        try:
+            return self.views()
+        except Exception as exc:
+            self.trace.append(f"{label}  # observing both sides raised {type(exc).__name__}")
+            self.fail(f"{label}: a snapshot raised {type(exc).__name__}: {exc}")
+
+    def guarded(self, label: str, fn: Callable[[], T]) -> T:
+        """`fn()` under the per-step wall-clock bound (`lockstep.guard`): a call that
+        does not return in time fails the run, with its trace."""
+        try:
+            with step_guard():
+                return fn()
+        except StepTimeout as timeout:
+            self.trace.append(f"{label}  # {timeout}")
+            self.fail(f"{label}: the call {timeout}", Kind.HANG)
+
     def both(
         self,
         label: str,
@@ -176,23 +207,30 @@ class LockStep(RuleBasedStateMachine):
         reply. `alt_model_call`: the model's other legal answer under the safety
         contract, taken when the model refuses a relinked cursor and the impl does not."""
         check_deadline("GPU conformance")
-        m_pre, i_pre = self.views()
-        m = invoke(model_call)
-        alt: Reply | None = None
-        stale = m.raised and isinstance(m.value, StaleCursorError)
-        if self.contract.safety and stale and alt_model_call is not None:
-            # A cursor whose block left and came back: the safety contract also allows
-            # vLLM's answer, the walk after the block's current position.
-            alt = invoke(alt_model_call)
-            alt = None if alt.raised else alt
-        if m.raised and alt is None and not self.contract.inputs.invalid:
-            # Valid calls only: a call the model refuses is not made on the impl.
+        skipped: list[Reply] = []
+
+        def call() -> tuple[Any, Any, Reply, Reply, Any, Any]:
+            m_pre, i_pre = self.observe(label)
+            m = invoke(model_call)
+            alt: Reply | None = None
+            stale = m.raised and isinstance(m.value, StaleCursorError)
+            if self.contract.safety and stale and alt_model_call is not None:
+                # A cursor whose block left and came back: the safety contract also
+                # allows vLLM's answer, the walk after the block's current position.
+                alt = invoke(alt_model_call)
+                alt = None if alt.raised else alt
+            if m.raised and alt is None and not self.contract.inputs.invalid:
+                skipped.append(m)  # valid calls only: not made on the implementation
+                return m_pre, i_pre, m, m, m_pre, i_pre
+            i = invoke(impl_call)
+            if alt is not None and not i.raised:
+                m = alt  # the impl took the other legal answer
+            return (m_pre, i_pre, m, i, *self.observe(label))
+
+        m_pre, i_pre, m, i, m_post, i_post = self.guarded(label, call)
+        if skipped:
             self.trace.append(f"# skipped (the model refuses it): {label} {describe(m)}")
             return m
-        i = invoke(impl_call)
-        if alt is not None and not i.raised:
-            m = alt  # the impl took the other legal answer
-        m_post, i_post = self.views()
         self.stats["calls"] += 1
         note = describe(m) if describe(m) == describe(i) else f"{describe(m)}; impl {describe(i)}"
         self.trace.append(f"{label} {note}")

@@ -15,6 +15,7 @@ from typing import Any
 from evictable.model.types import Key
 
 __all__ = [
+    "BAD_ENABLE_EVENTS",
     "BAD_NUM_BLOCKS",
     "KEYS",
     "Call",
@@ -29,6 +30,9 @@ KEYS: tuple[bytes, ...] = tuple(f"k{i}".encode() for i in range(10))
 
 BAD_NUM_BLOCKS: tuple[object, ...] = (-1, -7, 1.0, 2.5, True, False, "3", None, [2])
 """Constructor `num_blocks` values that both sides must reject with the same error."""
+
+BAD_ENABLE_EVENTS: tuple[object, ...] = (1, 0, "yes", None)
+"""Constructor `enable_events` values (not a bool) that both sides must reject."""
 
 Built = tuple[tuple[Any, ...], dict[str, Any]]
 
@@ -85,7 +89,7 @@ class Call:
         return Call(method, f"{method}({text}{extra})", lambda: ((make_arg(),), dict(kwargs)))
 
     @staticmethod
-    def construct(text: str, num_blocks: object, policy: str, events: bool) -> Call:
+    def construct(text: str, num_blocks: object, policy: str, events: object) -> Call:
         """Calling a factory (or the model class) with possibly bad arguments."""
         return Call("", text, lambda: ((num_blocks, policy, events), {}))
 

@@ -24,7 +24,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from evictable.impl.block_pool import BlockPool
 from evictable.impl.lazy_offload import LazyOffloadScanner
 from evictable.model.block_pool import ModelBlockPool, check_pool_snapshot
-from evictable.model.lazy_offload import ModelLazyOffload, check_scan
+from evictable.model.lazy_offload import ModelLazyOffload, check_scan, require_capacity
 from evictable.model.types import BlockId
 from evictable.proofs.lockstep.compare import Reply, describe, diff, invoke
 from evictable.proofs.lockstep.gpu import LockStep, keep_message
@@ -32,6 +32,22 @@ from evictable.proofs.lockstep.gpu import LockStep, keep_message
 __all__ = ["PoolFactory", "ScannerFactory", "lazy_machine"]
 
 HASHES = ("h0", "h1", "h2", "h3")
+
+BAD_SCANNERS: tuple[tuple[bool, Any, Any], ...] = (
+    (False, 1, None),
+    (True, 0, None),
+    (True, -1, None),
+    (True, True, None),
+    (True, 1.5, None),
+    (True, "2", None),
+    (True, 1, -1),
+    (True, 1, True),
+    (True, 1, "2"),
+)
+"""(a real pool?, window, capacity) for scanners both sides must refuse."""
+
+CAPACITY_SOURCES = ("callable", "int", "none")
+"""How the scanner is given its CPU capacity (see `setup`)."""
 
 PoolFactory = Callable[[int], Any]
 """`num_blocks -> pool` (block 0 is the null block)."""
@@ -54,16 +70,24 @@ class _LazyMachine(LockStep):
     @initialize(
         num_blocks=st.integers(min_value=2, max_value=7),
         window=st.integers(min_value=1, max_value=3),
+        source=st.sampled_from(CAPACITY_SOURCES),
+        fixed=st.integers(min_value=0, max_value=3),
     )
-    def setup(self, num_blocks: int, window: int) -> None:
+    def setup(self, num_blocks: int, window: int, source: str, fixed: int) -> None:
+        """The scanner's CPU capacity is read from a callable at every step (the
+        drawn capacity of each `step`), fixed as an int, or None (no limit)."""
         cls = type(self)
         self.model = ModelLazyOffload(ModelBlockPool(num_blocks), window)
         self.capacity: Any = 0
+        self.source = source
+        self.fixed = fixed if source == "int" else num_blocks
         self.impl_pool = cls.pool_factory(num_blocks)
-        self.scanner = cls.scanner_factory(self.impl_pool, window, lambda: self.capacity)
+        given: Any = {"callable": lambda: self.capacity, "int": fixed, "none": None}[source]
+        self.scanner = cls.scanner_factory(self.impl_pool, window, given)
         self.n = num_blocks
+        shown = {"callable": "capacity", "int": repr(fixed), "none": "None"}[source]
         self.trace.append(
-            f"pool = factory({num_blocks}); scanner = factory(pool, {window}, capacity)"
+            f"pool = factory({num_blocks}); scanner = factory(pool, {window}, {shown})"
         )
 
     # ------------------------------------------------------------ helpers
@@ -182,12 +206,33 @@ class _LazyMachine(LockStep):
     @rule(capacity=st.integers(min_value=0, max_value=3))
     def step(self, capacity: int) -> None:
         self.capacity = capacity
+        if self.source != "callable":
+            capacity = self.fixed  # the scanner's own capacity (None: the pool's size)
         self._same(
             f"scanner.step()  # capacity {capacity!r}",
             lambda: self.model.step(capacity),
             self.scanner.step,
         )
 
+    @rule(h=st.sampled_from(HASHES))
+    def queries(self, h: str) -> None:
+        """The scanner's queries, against what the model's state says."""
+        model, scanner = self.model, self.scanner
+        self._same(
+            f"scanner.is_offloaded({h!r})",
+            lambda: h in model.offloaded,
+            lambda: scanner.is_offloaded(h),
+        )
+        self._same(
+            "scanner.num_in_flight", lambda: len(model.in_flight), lambda: scanner.num_in_flight
+        )
+        self._same(
+            "scanner.in_flight_blocks()",
+            lambda: [int(b) for b in model.in_flight],
+            scanner.in_flight_blocks,
+        )
+
+    @precondition(lambda self: self.source == "callable")
     @rule(capacity=st.sampled_from([-1, "2", None]))
     def step_with_bad_capacity(self, capacity: Any) -> None:
         self.capacity = capacity
@@ -215,6 +260,21 @@ class _LazyMachine(LockStep):
                 lambda: self.scanner.abort(self._blocks(ids)),
             )
 
+    @rule(ok=st.booleans(), which=st.integers(0, 2))
+    def finish_malformed(self, ok: bool, which: int) -> None:
+        """complete/abort with an argument of the wrong shape: a list holding a non-block,
+        a set, a lone block. Both sides refuse it (`InvalidArgumentError`)."""
+        model_arg: Any = (["x"], {1}, 1)[which]
+        impl_arg: Any = (["x"], {self.impl_pool.blocks[1]}, self.impl_pool.blocks[1])[which]
+        name = "complete" if ok else "abort"
+        out = self._same(
+            f"scanner.{name}({model_arg!r})  # malformed",
+            lambda: getattr(self.model, name)(model_arg),
+            lambda: getattr(self.scanner, name)(impl_arg),
+        )
+        if not out.raised:
+            self.fail(f"scanner.{name}({model_arg!r}) was accepted")
+
     @rule(data=st.data(), ok=st.booleans())
     def finish_bad(self, data: st.DataObject, ok: bool) -> None:
         """A block not in flight, or one listed twice: the same error, nothing changed."""
@@ -230,6 +290,28 @@ class _LazyMachine(LockStep):
         if not out.raised:
             self.fail(f"finishing {ids} (not in flight or listed twice) was accepted")
 
+    @rule(which=st.integers(0, len(BAD_SCANNERS) - 1))
+    def construct_bad(self, which: int) -> None:
+        """A scanner built with a bad pool, window or capacity: both sides refuse it
+        (the model checks the capacity at the step that reads it, so the model side
+        is its constructor and its capacity check)."""
+        pool, window, capacity = BAD_SCANNERS[which]
+        model_pool = self.model.pool if pool else None
+        impl_pool = self.impl_pool if pool else None
+
+        def model() -> None:
+            ModelLazyOffload(model_pool, window)  # type: ignore[arg-type]
+            if capacity is not None:
+                require_capacity(capacity)
+
+        out = self._same(
+            f"factory({'pool' if pool else 'None'}, {window!r}, {capacity!r})",
+            model,
+            lambda: type(self).scanner_factory(impl_pool, window, capacity) and None,
+        )
+        if not out.raised:
+            self.fail("a scanner with a bad pool, window or capacity was built")
+
     @rule()
     def reset(self) -> None:
         self._same("scanner.reset()", self.model.reset, self.scanner.reset)
@@ -238,12 +320,18 @@ class _LazyMachine(LockStep):
 
     @invariant()
     def snapshots_agree(self) -> None:
-        m, i = self.snapshots()
+        self.guarded("(comparing snapshots)", self._snapshots_agree)
+
+    def _snapshots_agree(self) -> None:
+        m, i = self.observe("(after the step)")
         if m != i:
             self.fail(f"snapshots differ: {diff(m, i)}")
 
     @invariant()
     def scan_complete_and_invariants(self) -> None:
+        self.guarded("(checking invariants)", self._scan_complete_and_invariants)
+
+    def _scan_complete_and_invariants(self) -> None:
         view = self.model.view()
         bad = check_scan(view) + [f"pool.{n}" for n in check_pool_snapshot(view.pool)]
         if bad:

@@ -18,8 +18,10 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 from evictable.model.lifecycle import CpuState
 from evictable.model.types import Key
 from evictable.proofs.lockstep.contract import DEFAULT, Contract
+from evictable.proofs.lockstep.copies import MODES, Copy, copy_modes
 from evictable.proofs.lockstep.faults import HOOKS, FaultPlan
 from evictable.proofs.lockstep.inputs import (
+    BAD_ENABLE_EVENTS,
     BAD_NUM_BLOCKS,
     KEYS,
     Call,
@@ -37,7 +39,7 @@ from evictable.proofs.lockstep.manager import (
     Step,
 )
 
-__all__ = ["MAX_BLOCKS", "UNKNOWN_POLICY", "build_machine"]
+__all__ = ["MAX_BLOCKS", "NUM_BLOCKS", "UNKNOWN_POLICY", "build_machine"]
 
 MAX_BLOCKS = 6
 """Largest `num_blocks` tried: small, so that eviction and `None` happen often."""
@@ -53,14 +55,16 @@ _PICKS = {
 """Key picks, one strategy per list size, one draw per key: a pick names a preferred key
 (modulo their number) -- in mixed mode only when below len(KEYS), else a pool key."""
 
-_NUM_BLOCKS = st.sampled_from((3, 2, 4, 1, 5, 6, 0))
+NUM_BLOCKS = st.sampled_from((3, 2, 4, 1, 5, 6, 0))
 """Simplest first: 3 blocks (room to store, and eviction soon); 0 blocks comes last."""
 _HOOK_FAULTS = tuple(h for h in HOOKS if h not in ("insert", "evict"))
 _COIN = st.booleans()
 _INDEX = st.integers(0, 2 * len(KEYS) - 1)
 _MODE = st.integers(0, 9)
 _MIXED, _EMPTY_BATCH = 7, 9
-_BAD_NUM_BLOCKS = st.sampled_from((*BAD_NUM_BLOCKS, 1))  # 1: valid, with an unknown policy
+_BAD_NUM_BLOCKS = st.sampled_from((*BAD_NUM_BLOCKS, 1))  # 1: valid, with another bad argument
+_BAD_EVENTS = st.sampled_from((None, *(e for e in BAD_ENABLE_EVENTS if e is not None)))
+"""None: an unknown policy name instead; else a non-bool `enable_events`."""
 _METHOD = st.sampled_from(
     ("prepare_store", "complete_store", "prepare_load", "complete_load", "touch")
 )
@@ -94,6 +98,7 @@ def build_machine(
     LockStepMachine.stats = RunStats()
     LockStepMachine.contract = contract
     LockStepMachine.collect = collect
+    LockStepMachine.copy_modes = () if contract.black_box else copy_modes(factory, policy)
     return LockStepMachine
 
 
@@ -105,6 +110,9 @@ class _Machine(RuleBasedStateMachine):
     stats: ClassVar[RunStats]
     contract: ClassVar[Contract] = DEFAULT
     collect: ClassVar[bool] = False
+    copy_modes: ClassVar[tuple[str, ...]]
+    """The round trips the factory's adapters support (`lockstep.copies`); none for a
+    black box (a copy is compared through `snapshot()`)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -148,7 +156,7 @@ class _Machine(RuleBasedStateMachine):
 
     # ------------------------------------------------------------ set-up
 
-    @initialize(num_blocks=_NUM_BLOCKS, events=st.booleans(), faulty=st.booleans())
+    @initialize(num_blocks=NUM_BLOCKS, events=st.booleans(), faulty=st.booleans())
     def start(self, num_blocks: int, events: bool, faulty: bool) -> None:
         self.lock.apply(Start(num_blocks, events, faulty))
 
@@ -176,6 +184,16 @@ class _Machine(RuleBasedStateMachine):
     def commit(self, data: st.DataObject, success: bool) -> None:
         keys = self._keys(data, self.lock.keys_in(_P), 4)
         self.lock.apply(Step(Call.keys("complete_store", keys, success=success)))
+
+    @precondition(lambda self: bool(self.lock.keys_in(_R, _L)))
+    @rule(data=st.data(), success=st.booleans())
+    def commit_resident(self, data: st.DataObject, success: bool) -> None:
+        """complete_store of a batch with READY and LOADING keys on purpose, mixed with
+        any PENDING ones: the resident keys must be ignored (not re-committed, not
+        dropped, their pins and places kept), the pending ones committed or aborted."""
+        lock = self.lock
+        keys = self._keys(data, lock.keys_in(_R, _L) + lock.keys_in(_P), 4)
+        lock.apply(Step(Call.keys("complete_store", keys, success=success)))
 
     @precondition(lambda self: bool(self.lock.keys_in(_R, _L)))
     @rule(data=st.data())
@@ -217,10 +235,14 @@ class _Machine(RuleBasedStateMachine):
         keys.insert(data.draw(_INDEX) % (len(keys) + 1), offender)
         lock.apply(Step(Call.keys("prepare_load" if load else "complete_load", keys)))
 
-    @rule(data=st.data())
-    def touch(self, data: st.DataObject) -> None:
-        """Mostly READY keys (they move), mixed with any others (they must not)."""
-        keys = self._keys(data, self.lock.keys_in(_R), 5, unique=False)
+    @rule(data=st.data(), poison=st.integers(0, 3))
+    def touch(self, data: st.DataObject, poison: int) -> None:
+        """Mostly READY keys (they move), mixed with any others (they must not); one
+        time in four (when malformed calls are on) with an unhashable key among them,
+        which touch must skip without dropping the keys around it."""
+        keys: list[object] = list(self._keys(data, self.lock.keys_in(_R), 5, unique=False))
+        if poison == 0 and self.lock.contract.inputs.malformed:
+            keys.insert(data.draw(_INDEX) % (len(keys) + 1), [1])
         self.lock.apply(Step(Call.keys("touch", keys)))
 
     @rule(data=st.data(), what=st.integers(0, 7))
@@ -240,8 +262,9 @@ class _Machine(RuleBasedStateMachine):
     @rule(data=st.data(), kind=st.integers(0, 3))
     def bad_input(self, data: st.DataObject, kind: int) -> None:
         """Malformed key batches (mostly), non-bool `success` and unhashable lookups,
-        bad constructor arguments and an unknown policy name. Under a contract without
-        malformed calls only the duplicate batch is made (if duplicates are on)."""
+        bad constructor arguments: `num_blocks`, an unknown policy name, a non-bool
+        `enable_events`. Under a contract without malformed calls only the duplicate
+        batch is made (if duplicates are on)."""
         inputs = self.lock.contract.inputs
         if not inputs.malformed:
             if inputs.duplicates:
@@ -261,24 +284,51 @@ class _Machine(RuleBasedStateMachine):
             self.lock.apply(Step(calls[data.draw(_BAD_SCALAR_INDEX)]))
         else:
             num_blocks = data.draw(_BAD_NUM_BLOCKS)
-            policy = UNKNOWN_POLICY if num_blocks == 1 and type(num_blocks) is int else self.policy
-            self.lock.apply(Construct(num_blocks, policy, data.draw(_COIN)))
+            events: object = data.draw(_COIN)
+            policy = self.policy
+            if num_blocks == 1 and type(num_blocks) is int:  # valid: break another argument
+                bad = data.draw(_BAD_EVENTS)
+                policy, events = (UNKNOWN_POLICY, events) if bad is None else (policy, bad)
+            self.lock.apply(Construct(num_blocks, policy, events))
+
+    # ------------------------------------------------------------ copies
+
+    @precondition(lambda self: bool(self.copy_modes))
+    @rule(which=st.integers(0, len(MODES) - 1))
+    def copy_roundtrip(self, which: int) -> None:
+        """Copy the implementation (deepcopy or pickle), check the copy equals the
+        original and is independent of it, and go on with the copy."""
+        modes = self.copy_modes
+        self.lock.apply(Copy(modes[which % len(modes)]))
 
     # ------------------------------------------------------------ fault injection
 
     @precondition(lambda self: self.lock.faulty)
-    @rule(data=st.data(), hook=st.sampled_from(("insert", "evict")), k=st.sampled_from((2, 1)))
-    def fault_in_store(self, data: st.DataObject, hook: str, k: int) -> None:
-        """prepare_store with `insert` failing on its k-th key, or `evict` failing."""
+    @rule(
+        data=st.data(),
+        hook=st.sampled_from(("insert", "evict")),
+        k=st.sampled_from((2, 1)),
+        late=st.booleans(),
+    )
+    def fault_in_store(self, data: st.DataObject, hook: str, k: int, late: bool) -> None:
+        """prepare_store with `insert` failing on its k-th key, or `evict` failing; at
+        the hook's entry or after its body (victims already taken, key filed)."""
         keys = self._keys(data, (), MAX_BLOCKS + 2)
-        self.lock.apply(Fault(Call.keys("prepare_store", keys), hook, 1 if hook == "evict" else k))
+        call = Call.keys("prepare_store", keys)
+        self.lock.apply(Fault(call, hook, 1 if hook == "evict" else k, late))
 
     @precondition(lambda self: self.lock.faulty)
-    @rule(data=st.data(), hook=st.sampled_from(_HOOK_FAULTS), k=st.sampled_from((2, 1)))
-    def fault_in_hook(self, data: st.DataObject, hook: str, k: int) -> None:
+    @rule(
+        data=st.data(),
+        hook=st.sampled_from(_HOOK_FAULTS),
+        k=st.sampled_from((2, 1)),
+        late=st.booleans(),
+    )
+    def fault_in_hook(self, data: st.DataObject, hook: str, k: int, late: bool) -> None:
         """A call that reaches a per-key hook (`mark_evictable`, `mark_non_evictable`,
-        `remove`) or `touch`, which fails on the first or second key -- after the
-        policy has already changed for the first one."""
+        `remove`), `touch` or `clear`, which fails on the first or second key -- after
+        the policy has already changed for the first one -- at the hook's entry or
+        after its body (`late`: the policy changed for that key as well)."""
         lock = self.lock
         # A hook is reached only through keys in the right state: start from the drawn
         # hook and take the first one whose keys exist now (touch always can).
@@ -287,6 +337,7 @@ class _Machine(RuleBasedStateMachine):
             "mark_non_evictable": (_R,),
             "mark_evictable": (_P, _L),
             "touch": (),
+            "clear": (),
         }
         order = _HOOK_FAULTS[_HOOK_FAULTS.index(hook) :] + _HOOK_FAULTS[: _HOOK_FAULTS.index(hook)]
         hook = next(h for h in order if not reaches[h] or lock.keys_in(*reaches[h]))
@@ -300,7 +351,9 @@ class _Machine(RuleBasedStateMachine):
             call = Call.keys("complete_store", self._keys(data, lock.keys_in(_P), 4))
         elif hook == "mark_evictable":
             call = Call.keys("complete_load", self._keys(data, lock.keys_in(_L), 3))
+        elif hook == "clear":
+            call, k = Call.plain("reset_cache"), 1
         else:
             call = Call.keys("touch", self._keys(data, lock.keys_in(_R), 5, unique=False))
             k = 1  # touch is called once per manager call
-        lock.apply(Fault(call, hook, k))
+        lock.apply(Fault(call, hook, k, late))

@@ -39,6 +39,7 @@ from evictable.model.manager import ModelManager
 from evictable.model.types import Key, ManagerSnapshot
 from evictable.proofs.lockstep.compare import Kind, Mismatch, Reply, diff, invoke, same_error
 from evictable.proofs.lockstep.contract import DEFAULT, Contract
+from evictable.proofs.lockstep.copies import apply_copy
 from evictable.proofs.lockstep.cpu_contract import (
     ObservationError,
     Side,
@@ -54,6 +55,7 @@ from evictable.proofs.lockstep.failures import (
     Action,
     ConformanceFailure,
     Construct,
+    Copy,
     Fault,
     RunStats,
     Start,
@@ -61,6 +63,7 @@ from evictable.proofs.lockstep.failures import (
     TraceLine,
 )
 from evictable.proofs.lockstep.faults import FaultPlan
+from evictable.proofs.lockstep.guard import StepTimeout, step_guard
 from evictable.proofs.lockstep.inputs import KEYS, Call
 from evictable.proofs.obligations import check_deadline
 
@@ -69,6 +72,7 @@ __all__ = [
     "AdapterFactory",
     "ConformanceFailure",
     "Construct",
+    "Copy",
     "Fault",
     "LockStep",
     "RunStats",
@@ -203,18 +207,32 @@ class LockStep:
 
     def apply(self, action: Action) -> None:
         """Apply one action to both sides and compare. Raises `ConformanceFailure`, or,
-        with `collect`, records it and ignores the rest of the example."""
+        with `collect`, records it and ignores the rest of the example.
+
+        The action runs under the per-step wall-clock bound (`lockstep.guard`): a call
+        that does not return in time is a failure with its trace, not a hang."""
         if self.diverged:
             return
         try:
-            if isinstance(action, Start):
-                self._start(action)
-            elif isinstance(action, Step):
-                self._step(action)
-            elif isinstance(action, Fault):
-                self._fault(action)
-            else:
-                self._construct(action)
+            try:
+                with step_guard():
+                    if isinstance(action, Start):
+                        self._start(action)
+                    elif isinstance(action, Step):
+                        self._step(action)
+                    elif isinstance(action, Fault):
+                        self._fault(action)
+                    elif isinstance(action, Copy):
+                        apply_copy(self, action)
+                    else:
+                        self._construct(action)
+            except StepTimeout as timeout:
+                call = getattr(action, "call", None)
+                code = f"m.{call.text}" if call is not None else f"{action}"
+                self.lines.append(TraceLine(code, str(timeout), True))
+                if not self.actions or self.actions[-1] is not action:
+                    self.actions.append(action)
+                self._fail(f"step {self.step_no}: the call {timeout}", Kind.HANG)
         except ConformanceFailure as failure:
             if not self.collect:
                 raise
@@ -284,11 +302,12 @@ class LockStep:
         self._check_after(label, (m_after, i_after))
 
     def _fault(self, a: Fault) -> None:
-        label = self._begin(a) + f" ({a.call.method}, fault in {a.hook} call {a.k})"
+        when = " after its body" if a.late else ""
+        label = self._begin(a) + f" ({a.call.method}, fault in {a.hook} call {a.k}{when})"
         model, impl, m_before, i_before = self._sides()
         fired = None
         if self.faulty:  # else the policy cannot fail: an ordinary call
-            self.plan.arm(a.hook, a.k)
+            self.plan.arm(a.hook, a.k, a.late)
             try:
                 ri = _invoke(impl, a.call)
             finally:
@@ -328,7 +347,7 @@ class LockStep:
         self.lines.append(
             TraceLine(
                 f"m.{a.call.text}",
-                f"policy hook {a.hook!r} raises on call {a.k}; impl {ri.describe()}; "
+                f"policy hook {a.hook!r} raises on call {a.k}{when}; impl {ri.describe()}; "
                 "model not stepped",
                 True,
             )

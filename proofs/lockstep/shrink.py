@@ -3,9 +3,12 @@
 Hypothesis finds a divergence; this module makes its trace short. It replays
 candidate action sequences through a fresh `LockStep` (no Hypothesis involved, so a
 replay costs microseconds per step) and keeps any candidate that still diverges:
-drop chunks of actions (halving the chunk size down to single actions), simplify
-the set-up (fewer blocks, events off, no fault policy), and drop keys from key
-lists, until nothing more can be removed or the time budget is spent.
+drop chunks of actions (halving the chunk size down to single actions), fold a
+call into an earlier one of the same method (its keys appended), simplify the
+set-up (fewer blocks, events off, no fault policy), and drop keys from key lists,
+until nothing more can be removed or the time budget is spent. A failure
+that is a hanging call is shrunk under the short per-step bound of a guard session
+(`lockstep.guard`), so each replay that still hangs costs a fraction of a second.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from evictable.proofs.lockstep.guard import guard_session
+from evictable.proofs.lockstep.inputs import Call
 from evictable.proofs.lockstep.manager import Action, ConformanceFailure, Fault, Start, Step
 
 __all__ = ["shrink"]
@@ -39,6 +44,17 @@ def _fewer_keys(action: Action) -> list[Action]:
         if smaller is not None:
             out.append(replace(action, call=smaller))
     return out
+
+
+def _merged(first: Action, later: Action) -> Action | None:
+    """`first` with `later`'s keys appended, when both are key calls of one method."""
+    if not isinstance(first, Step) or type(later) is not Step:
+        return None
+    a, b = first.call, later.call
+    if a.key_list is None or b.key_list is None or (a.method, a.options) != (b.method, b.options):
+        return None
+    keys = list(dict.fromkeys([*a.key_list, *b.key_list]))
+    return Step(Call.keys(a.method, keys, **dict(a.options)))
 
 
 class _Shrinker:
@@ -89,9 +105,29 @@ class _Shrinker:
                 i += 1
         return improved
 
+    def merge_calls(self) -> bool:
+        """Fold a later call into an earlier one of the same method and options (its
+        keys appended, repeats dropped): one call fewer when the failure survives."""
+        improved = False
+        i = 1
+        while i < len(self.best.actions):
+            merged = False
+            for j in range(i + 1, len(self.best.actions)):
+                acts = self.actions
+                candidate = _merged(acts[i], acts[j])
+                if candidate is not None and self._try(
+                    [*acts[:i], candidate, *acts[i + 1 : j], *acts[j + 1 :]]
+                ):
+                    improved = merged = True
+                    break
+            if not merged:
+                i += 1
+        return improved
+
     def run(self) -> ConformanceFailure:
         while time.perf_counter() < self.deadline:
             changed = self.drop_chunks()
+            changed |= self.merge_calls()
             changed |= self.simplify_each(
                 lambda a: list(_smaller_starts(a)) if isinstance(a, Start) else []
             )
@@ -110,8 +146,11 @@ def shrink(
     If the original actions do not fail again on replay (a nondeterministic
     implementation), `failure` is returned unchanged.
     """
-    again = probe(failure.actions)
-    if again is None:
-        return failure, 1
-    shrinker = _Shrinker(probe, again, budget_s)
-    return shrinker.run(), shrinker.replays + 1
+    # One guard session for every replay: once a replay hangs (the failure is a call
+    # that does not return), later replays wait only the short bound for it.
+    with guard_session():
+        again = probe(failure.actions)
+        if again is None:
+            return failure, 1
+        shrinker = _Shrinker(probe, again, budget_s)
+        return shrinker.run(), shrinker.replays + 1

@@ -152,13 +152,21 @@ def test_rejects_popleft_on_empty_queue() -> None:
     assert q.snapshot() == before
 
 
-@pytest.mark.parametrize("n", [-1, 4])
-def test_rejects_popleft_n_out_of_range(n: int) -> None:
+def test_rejects_popleft_n_above_the_count() -> None:
     q, _ = make(3)
     before = q.snapshot()
     with pytest.raises(InsufficientFreeBlocksError) as e:
+        q.popleft_n(4)
+    assert e.value.requested == 4 and e.value.available == 3
+    assert q.snapshot() == before
+
+
+@pytest.mark.parametrize("n", [-1, -7])
+def test_rejects_a_negative_popleft_n_count_as_a_bad_argument(n: int) -> None:
+    q, _ = make(3)
+    before = q.snapshot()
+    with pytest.raises(InvalidArgumentError, match=f"got {n}"):
         q.popleft_n(n)
-    assert e.value.requested == n and e.value.available == 3
     assert q.snapshot() == before
 
 

@@ -98,7 +98,7 @@ def test_rejects_bad_counts() -> None:
     before = q.snapshot()
     with pytest.raises(InsufficientFreeBlocksError):
         q.popleft_n(3)
-    with pytest.raises(InsufficientFreeBlocksError):
+    with pytest.raises(InvalidArgumentError):
         q.popleft_n(-1)
     with pytest.raises(InvalidArgumentError):
         q.popleft_n(True)

@@ -26,13 +26,13 @@ from evictable.model.lazy_offload import ModelLazyOffload, StartKind, Validation
 from evictable.model.types import BlockId
 from evictable.proofs.explore.lazy import (
     Action,
+    Bounds,
     apply,
     apply_impl,
     explore,
     no_stall_check,
     stall_run,
 )
-from evictable.proofs.explore.lazy_cursor import UNLINK_BOUNDS
 from tests.regressions.test_lazy_cursor_skip import JUMPED_OVER
 
 UNLINKED_CURSOR = [
@@ -42,6 +42,10 @@ UNLINKED_CURSOR = [
     Action("step", (1,)),  # visits block 2 (no hash): cursor on block 2
     Action("queue_unlink", (2,)),  # block 2 leaves the queue, ref_cnt stays 0
 ]
+
+STALL_BOUNDS = Bounds(num_blocks=3, window=1, hashes=("a",), max_ref=1, capacities=(1,))
+"""The bounds the shortest trace above was found at (fixed: the verification
+levels' bounds may grow)."""
 
 
 def _run_model(trace: list[Action], validation: Validation) -> ModelLazyOffload:
@@ -58,7 +62,7 @@ def _literal_stall(m: ModelLazyOffload) -> str | None:
 
 
 def test_explorer_finds_the_stall_for_refcount_validation() -> None:
-    bounds = replace(UNLINK_BOUNDS["quick"][0], queue_unlink=True)
+    bounds = replace(STALL_BOUNDS, queue_unlink=True)
     found = explore(bounds, Validation.REFCOUNT, _literal_stall)
     assert found.violation is not None
     assert found.actions == UNLINKED_CURSOR

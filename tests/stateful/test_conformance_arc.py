@@ -14,7 +14,7 @@ from evictable.impl.manager import CPUOffloadingManager
 from evictable.proofs.lockstep.arc_rules import ArcRules
 from evictable.proofs.lockstep.conformance import make_machine
 
-ArcConformance = make_machine(CPUOffloadingManager, "arc", inject_faults=True)
+ArcConformance = make_machine(CPUOffloadingManager, "arc", inject_faults=True, require_copies=True)
 
 TestArcConformance = ArcConformance.TestCase
 TestArcConformance.settings = settings(settings.default, stateful_step_count=40)

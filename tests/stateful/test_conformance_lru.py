@@ -8,7 +8,7 @@ from hypothesis import settings
 from evictable.impl.manager import CPUOffloadingManager
 from evictable.proofs.lockstep.conformance import make_machine
 
-LruConformance = make_machine(CPUOffloadingManager, "lru", inject_faults=True)
+LruConformance = make_machine(CPUOffloadingManager, "lru", inject_faults=True, require_copies=True)
 
 TestLruConformance = LruConformance.TestCase
 TestLruConformance.settings = settings(settings.default, stateful_step_count=40)

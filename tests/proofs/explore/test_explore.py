@@ -32,6 +32,8 @@ from evictable.proofs.lockstep import cpu_contract
 from evictable.proofs.obligations import Status, run_one
 
 TINY = Bounds(slots=2, keys=2, max_ref=1, batch=2)
+TINY_FAULTS = Bounds(slots=1, keys=2, max_ref=1, batch=2, faults=True)
+"""The smallest bounds where every policy hook is reached (one slot: evictions)."""
 SMALL = Bounds(slots=2, keys=3, max_ref=2, batch=2)
 
 
@@ -214,11 +216,20 @@ def test_obligations_are_proved_and_their_controls_caught(
     for policy in MODEL_POLICIES:
         tiny = replace(TINY, policy=policy)
         current = policies.profile(policy)
+        faulty = replace(TINY_FAULTS, policy=policy)
         monkeypatch.setitem(
-            policies._PROFILES, policy, replace(current, explore={**current.explore, "quick": tiny})
+            policies._PROFILES,
+            policy,
+            replace(
+                current,
+                explore={**current.explore, "quick": tiny},
+                faults={**current.faults, "quick": faulty},
+            ),
         )
     obs = obligations("quick")
-    assert [ob.name for ob in obs] == [f"explore.{p}" for p in MODEL_POLICIES]
+    assert [ob.name for ob in obs] == [
+        name for p in MODEL_POLICIES for name in (f"explore.{p}", f"explore.{p}.faults")
+    ]
     for ob in obs:
         assert ob.negative is not None
         check, control = run_one(ob)
@@ -231,6 +242,45 @@ def test_every_level_has_bounds_for_every_policy() -> None:
     for level in ("quick", "default", "thorough"):
         for policy in policies.verified_policies():
             policies.profile(policy).explore[level].check()
+            assert policies.profile(policy).faults[level].faults
+
+
+def test_check_bounds_let_one_call_evict_several_blocks() -> None:
+    for policy in policies.verified_policies():
+        b = policies.profile(policy).check
+        assert b.keys >= b.slots + b.batch and b.batch >= 2
+
+
+def test_victim_order_is_visible_at_the_check_bounds_only() -> None:
+    from evictable.proofs.controls.catalogue import by_name
+
+    bug = by_name("victims_most_recent_first")
+    check = policies.profile("lru").check
+    assert explore(replace(check, keys=check.slots + 1), bug.factory, workers=1).failure is None
+    found = explore(check, bug.factory, workers=1).failure
+    assert found is not None and found.op is not None and found.op.method == "prepare_store"
+
+
+def test_the_fault_alphabet_finds_a_manager_without_policy_rollback() -> None:
+    from evictable.proofs.controls.manager import NoPolicyRollbackOnFault
+
+    run = explore(TINY_FAULTS, NoPolicyRollbackOnFault, workers=1)
+    assert run.failure is not None and "failing on call" in run.failure.reason
+    assert len(run.failure.path) <= 2, run.summary()
+
+
+def test_the_fault_alphabet_holds_for_the_implementation() -> None:
+    for policy in MODEL_POLICIES:
+        run = explore(replace(TINY_FAULTS, policy=policy), workers=1)
+        assert run.ok, run.summary()
+        plain = explore(replace(TINY_FAULTS, policy=policy, faults=False), workers=1)
+        assert run.figures.states == plain.figures.states
+
+
+def test_a_fault_alphabet_that_never_reaches_a_hook_is_vacuous() -> None:
+    run = explore(replace(TINY, policy="arc", faults=True), workers=1)  # 2 keys, 2 slots
+    assert run.failure is None and run.unfaulted == ("evict",) and not run.ok
+    assert "VACUOUS" in run.summary()
 
 
 def test_a_policy_without_a_profile_is_an_error_not_a_skip(
@@ -296,19 +346,26 @@ def test_canonical_form_is_invariant_under_key_renaming(
         assert code1 == code2 and [pi[str(k)] for k in keys1] == keys2
 
 
-LRU_BUG_BOUNDS = Bounds(slots=2, keys=3, max_ref=2, batch=2, events=1)
-ARC_BUG_BOUNDS = Bounds(slots=2, keys=4, max_ref=1, batch=2, policy="arc")
+LEFT_TO_THE_OTHER_ENGINES: dict[str, str] = {
+    "copy_shares_slots": "the explorer makes no copies (the conformance engine does)",
+    "b1_hit_inverted_ratio": "needs three ghosts besides the residents: more keys than "
+    "the check bounds have",
+    "compaction_keeps_garbage": "a heap is compacted only after dozens of stale entries",
+}
+"""The seeded CPU bugs the explorer is not expected to catch at the `check` bounds, and
+why (the conformance engine and the long run catch them: tests/proofs/controls)."""
+
 EXPLORABLE_BUGS = [
-    *((bug, LRU_BUG_BOUNDS) for bug in SEEDED_BUGS if not bug.faults),
-    *((bug, ARC_BUG_BOUNDS) for bug in ARC_BUGS if not bug.faults),
+    (bug, replace(policies.profile(bug.policy).check, faults=bug.faults))
+    for bug in (*SEEDED_BUGS, *ARC_BUGS)
+    if bug.name not in LEFT_TO_THE_OTHER_ENGINES
 ]
 
 
-def test_only_fault_injection_bugs_are_left_to_the_conformance_engine() -> None:
-    """The explorer injects no policy faults; every other seeded bug is its job too."""
-    left = [bug.name for bug in (*SEEDED_BUGS, *ARC_BUGS) if bug.faults]
-    assert len(EXPLORABLE_BUGS) + len(left) == len(SEEDED_BUGS) + len(ARC_BUGS)
-    assert len(EXPLORABLE_BUGS) >= 12
+def test_only_a_few_bugs_are_left_to_the_other_engines() -> None:
+    names = {bug.name for bug in (*SEEDED_BUGS, *ARC_BUGS)}
+    assert set(LEFT_TO_THE_OTHER_ENGINES) <= names
+    assert len(EXPLORABLE_BUGS) >= 20
 
 
 @pytest.mark.parametrize(
@@ -317,7 +374,7 @@ def test_only_fault_injection_bugs_are_left_to_the_conformance_engine() -> None:
 def test_finds_every_seeded_bug_with_a_short_trace(bug: SeededBug, bounds: Bounds) -> None:
     run = explore(bounds, bug.factory, workers=1)
     assert run.failure is not None, f"{bug.name} survived {run.figures.line()}"
-    assert len(run.failure.path) + 1 <= 6
+    assert len(run.failure.path) + 1 <= 8
     assert "shortest trace" in run.failure.text()
 
 

@@ -1,0 +1,170 @@
+"""A wall-clock bound on one step of an engine: a call that hangs is a finding, not a hang.
+
+Every lock-step engine (the CPU conformance `LockStep`, the GPU and lazy machines)
+and every explorer subject makes each call of the implementation inside
+`step_guard()`. If the block has not finished after the bound, a `StepTimeout` is
+raised *inside* it (from a `SIGALRM` handler, so it interrupts pure-Python code such
+as a walk around a corrupted list), and the engine reports the call as a finding,
+with its trace, like any other disagreement.
+
+`StepTimeout` derives from `BaseException`, so that no `except Exception` between
+the hanging call and the engine (the comparator's `invoke`, an implementation's
+own handlers) swallows it.
+
+**Bounds.** The default bound is `STEP_BOUND_S` seconds (`EVICTABLE_STEP_BOUND_S` in
+the environment overrides it): thousands of times what one step takes at the
+engines' sizes. Inside a `guard_session`, once one step of the session timed out,
+later guards use the session's shorter `after_timeout_s`: the run already has its
+finding, and replaying it to shrink the trace should not pay the full bound on
+every replay. Guards nest: an inner guard never outlives the outer one.
+
+**Where it works.** `signal.setitimer` and `SIGALRM` exist on POSIX only and a
+handler can only be installed from the main thread (the explorer's forked workers
+run their tasks in their main thread). Elsewhere `step_guard` is a no-op and the
+engines run unguarded, as before (`available()` says which).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
+
+__all__ = [
+    "AFTER_TIMEOUT_S",
+    "STEP_BOUND_S",
+    "StepTimeout",
+    "available",
+    "guard_session",
+    "step_guard",
+]
+
+
+def _env_bound() -> float:
+    raw = os.environ.get("EVICTABLE_STEP_BOUND_S", "")
+    try:
+        value = float(raw)
+    except ValueError:
+        return 2.0
+    return value if value > 0 else 2.0
+
+
+STEP_BOUND_S: float = _env_bound()
+"""Seconds one guarded step may take (default 2; `EVICTABLE_STEP_BOUND_S` overrides)."""
+
+AFTER_TIMEOUT_S = 0.25
+"""The bound of later steps in a `guard_session` once one of its steps timed out."""
+
+
+class StepTimeout(BaseException):
+    """A guarded call did not return within its bound (`bound_s` seconds)."""
+
+    def __init__(self, bound_s: float) -> None:
+        super().__init__(f"did not return within {bound_s:g}s (the per-step wall-clock bound)")
+        self.bound_s = bound_s
+
+
+@dataclass
+class _Session:
+    bound_s: float
+    after_timeout_s: float
+    timed_out: bool = False
+
+    def bound(self) -> float:
+        return self.after_timeout_s if self.timed_out else self.bound_s
+
+
+_SESSION: ContextVar[_Session | None] = ContextVar("evictable_guard_session", default=None)
+
+_active: list[tuple[float, float, _Session | None]] = []
+"""The guards entered and not yet left, innermost last: (deadline, bound, session)."""
+
+
+def available() -> bool:
+    """Whether guards can interrupt here (POSIX, main thread)."""
+    return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+
+
+@contextmanager
+def guard_session(
+    bound_s: float | None = None, after_timeout_s: float = AFTER_TIMEOUT_S
+) -> Iterator[None]:
+    """Guards inside use `bound_s` (default `STEP_BOUND_S`), and `after_timeout_s` once
+    one of them timed out."""
+    token = _SESSION.set(
+        _Session(bound_s or STEP_BOUND_S, min(after_timeout_s, bound_s or STEP_BOUND_S))
+    )
+    try:
+        yield
+    finally:
+        _SESSION.reset(token)
+
+
+def _fire(_signum: int, _frame: FrameType | None) -> None:
+    if not _active:
+        return  # a stale alarm after the last guard closed
+    end, bound, session = _active[-1]
+    if time.monotonic() < end - 1e-3:
+        _arm(end)  # woken early (an outer guard's alarm re-armed late): wait on
+        return
+    if session is not None:
+        session.timed_out = True
+    raise StepTimeout(bound)
+
+
+def _arm(end: float) -> None:
+    signal.setitimer(signal.ITIMER_REAL, max(end - time.monotonic(), 1e-4))
+
+
+class step_guard:
+    """Raise `StepTimeout` inside the block once it has run `bound_s` seconds (default:
+    the session's bound, see the module doc). A no-op where guards are unavailable.
+
+    Complexity: two `setitimer` calls per block (a few microseconds).
+    """
+
+    __slots__ = ("bound_s", "previous")
+
+    def __init__(self, bound_s: float | None = None) -> None:
+        self.bound_s = bound_s
+        self.previous: Any = _KEEP
+
+    def __enter__(self) -> None:
+        if not available():
+            return
+        session = _SESSION.get()
+        bound = self.bound_s
+        if bound is None:
+            bound = session.bound() if session is not None else STEP_BOUND_S
+        end = time.monotonic() + bound
+        if _active:
+            outer = _active[-1]
+            if outer[0] < end:
+                end, bound, session = outer
+        elif signal.getsignal(signal.SIGALRM) is not _fire:
+            self.previous = signal.signal(signal.SIGALRM, _fire)
+        _active.append((end, bound, session))
+        _arm(end)
+
+    def __exit__(self, *exc: object) -> None:
+        if not _active or not available():
+            return
+        _active.pop()
+        if _active:
+            _arm(_active[-1][0])
+            return
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        previous = self.previous
+        if previous is not _KEEP and previous not in (signal.SIG_DFL, None):
+            signal.signal(signal.SIGALRM, previous)  # someone else's handler: give it back
+
+
+_KEEP: Any = object()
+"""`step_guard.previous` when it installed no handler (ours stays installed: harmless)."""

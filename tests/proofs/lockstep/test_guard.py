@@ -1,0 +1,94 @@
+"""The per-step wall-clock guard: a call that hangs is a finding with its trace."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from evictable.impl.block_pool import BlockPool
+from evictable.proofs.controls.catalogue import by_name
+from evictable.proofs.explore.lazy_cursor import BOUNDS
+from evictable.proofs.explore.lazy_impl import lockstep_search
+from evictable.proofs.explore.manager import explore
+from evictable.proofs.lockstep.conformance import run_conformance
+from evictable.proofs.lockstep.gpu_machines import run_machine
+from evictable.proofs.lockstep.guard import StepTimeout, available, guard_session, step_guard
+from evictable.proofs.lockstep.lazy_machine import lazy_machine
+from evictable.proofs.obligations import Status
+from evictable.proofs.policies import profile
+
+pytestmark = pytest.mark.skipif(not available(), reason="no SIGALRM/setitimer here")
+
+
+def _spin() -> None:
+    while True:
+        pass
+
+
+def test_a_hanging_block_raises_step_timeout() -> None:
+    with pytest.raises(StepTimeout, match=r"did not return within 0\.05s"), step_guard(0.05):
+        _spin()
+
+
+def test_guards_nest_and_the_outer_bound_wins() -> None:
+    with pytest.raises(StepTimeout, match=r"0\.05s"), step_guard(0.05), step_guard(10):
+        _spin()
+
+
+def test_a_closed_inner_guard_leaves_the_outer_one_armed_and_quiet() -> None:
+    with step_guard(5):
+        with step_guard(0.01):
+            pass
+        time.sleep(0.05)  # past the inner bound: nothing fires
+
+
+def test_a_session_shortens_the_bound_after_its_first_timeout() -> None:
+    with guard_session(0.2, after_timeout_s=0.02):
+        with pytest.raises(StepTimeout, match=r"0\.2s"), step_guard():
+            _spin()
+        with pytest.raises(StepTimeout, match=r"0\.02s"), step_guard():
+            _spin()
+
+
+def test_outside_the_main_thread_the_guard_is_a_no_op() -> None:
+    seen: list[bool] = []
+
+    def worker() -> None:
+        seen.append(available())
+        with step_guard(0.001):
+            time.sleep(0.01)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert seen == [False]
+
+
+def test_the_conformance_engine_reports_a_hanging_evict() -> None:
+    bug = by_name("eviction_wraps_around")
+    with guard_session(0.3):
+        record = run_conformance(bug.factory, "lru", 200, 50, seed=0, shrink_budget_s=3)
+    assert record.status == "failed"
+    assert "did not return within" in record.reason
+    assert "did not return within" in record.trace.splitlines()[-1]
+
+
+def test_the_explorer_reports_a_hanging_call_as_the_failing_edge() -> None:
+    bug = by_name("eviction_wraps_around")
+    with guard_session(0.3):
+        run = explore(profile("lru").check, bug.factory, workers=1)
+    assert run.failure is not None and run.failure.op is not None
+    assert "did not return within" in run.failure.reason
+    assert run.failure.op.method == "prepare_store"
+
+
+def test_the_lazy_engines_report_a_scan_that_never_ends() -> None:
+    bug = by_name("wrap_around_scan")
+    with guard_session(0.3):
+        found = lockstep_search(BOUNDS["quick"][0], bug.factory)  # type: ignore[arg-type]
+        out = run_machine(lazy_machine(BlockPool, bug.factory), 50, 20, shrink=False)
+    assert found.found is not None and "did not return within" in found.found.reason
+    assert found.path and str(found.path[-1]).startswith("scanner.step")
+    assert out.status is Status.COUNTEREXAMPLE and "did not return within" in out.counterexample

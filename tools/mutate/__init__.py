@@ -1,0 +1,1 @@
+"""Mutation testing of `impl/` with the engines as the kill command (`make mutate`)."""

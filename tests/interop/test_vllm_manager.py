@@ -60,10 +60,17 @@ def test_every_snippet_runs_as_printed(check: Any) -> None:
 
 
 def test_black_box_sees_the_same_three_classes(check: Any) -> None:
+    """Without snapshots the three defects are still found; a partial `complete_load`
+    may also show later, as counters off by one (accounting), with the failed call in
+    its trace: the same defect seen by its symptom."""
     code, report, out = check(
         "evictable.proofs.adapters.vllm:lru_manager", "--black-box", "--seed", "0"
     )
-    assert code == 1 and sorted(classes(report)) == sorted(DEFECTS), out
+    found = set(classes(report))
+    assert code == 1 and set(DEFECTS) <= found <= {*DEFECTS, "accounting"}, out
+    if "accounting" in found:
+        snippet = finding(report, "accounting")["snippet"]
+        assert "with suppress(Exception): m.complete_load(" in snippet, snippet
     assert report["contract"]["black_box"] is True
 
 

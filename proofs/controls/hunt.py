@@ -7,7 +7,8 @@ stops at the first that catches it with a trace of at most `MAX_CALLS` calls
 * a CPU manager: the exhaustive explorer at the policy's `check` bounds (with the
   fault alphabet, at the policy's default fault bounds, for a bug that needs
   faults), the conformance engine (default budget, the given seed), the long run
-  (the policy's long-run size, the given seed);
+  (the policy's long-run size, the given seed) -- the long run first for a bug
+  with a `long_history`;
 * a free queue or a block pool: the GPU explorer (default bounds), then the
   lock-step machine (default budget, the given seed);
 * a lazy scanner: the lazy explorer with the implementation judged on every edge
@@ -205,6 +206,8 @@ def _machine(bug: SeededBug, seed: int) -> Verdict:
 def engines_for(bug: SeededBug) -> list[Engine]:
     """The engines that hunt `bug`, in the order they run."""
     if bug.target == "manager":
+        if bug.long_history:  # no short trace exists: the engine that runs long first
+            return [_long_run, _explore_manager, _conformance]
         return [_explore_manager, _conformance, _long_run]
     if bug.target in ("queue", "pool"):
         return [_explore_gpu, _machine]

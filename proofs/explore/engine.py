@@ -131,7 +131,7 @@ def _expand_one(payload: Any) -> Expansion[Any, Any]:
     whose check or edges do not finish in time is a failure, never a hang. The
     subject's `in_flight` label (when it keeps one) names the edge that hung."""
     try:
-        with step_guard():
+        with step_guard(getattr(_SUBJECT, "expansion_bound_s", None)):
             return _SUBJECT.expand(payload)  # type: ignore[no-any-return]
     except StepTimeout as timeout:
         label = getattr(_SUBJECT, "in_flight", None)

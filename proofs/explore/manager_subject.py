@@ -50,6 +50,7 @@ from evictable.proofs.lockstep.cpu_contract import (
     refused_by_table,
 )
 from evictable.proofs.lockstep.faults import PLAN, InjectedFault, fault_policy_name
+from evictable.proofs.lockstep.guard import STEP_BOUND_S, step_guard
 
 __all__ = ["FAULT_CALLS", "Bounds", "Context", "ManagerSubject", "Payload"]
 
@@ -348,6 +349,14 @@ class ManagerSubject(Context, _Faults):
         keys it mentions are told apart by slot or list position)."""
         return math.perm(self.bounds.keys, payload[1]) if self.canonical else 1
 
+    @property
+    def expansion_bound_s(self) -> float:
+        """The engine's bound on one whole expansion: a backstop only, since every
+        replay, state check and edge runs under its own per-step bound (a state has
+        as many edges as ops, each of which may take up to that bound on a loaded
+        machine, above all for a black box that is rebuilt by replay per edge)."""
+        return STEP_BOUND_S * (len(self.ops) + 2)
+
     def expand(self, payload: Payload) -> Expansion[Payload, int]:
         """Check the state reached by the payload's path and every edge out of it."""
         self.in_flight = None  # left set when an edge hangs: the engine reports it
@@ -359,11 +368,13 @@ class ManagerSubject(Context, _Faults):
         path = payload[0]
         out: Expansion[Payload, int] = Expansion()
         try:
-            model, impl = self.fresh(path)
+            with step_guard():
+                model, impl = self.fresh(path)
         except Exception as exc:  # the factory itself failed: report, do not crash the pool
             out.found = Found(f"building the state raised {type(exc).__name__}: {exc}")
             return out
-        m_pre, i_pre, bad = _state_failure(self, model, impl)
+        with step_guard():
+            m_pre, i_pre, bad = _state_failure(self, model, impl)
         if bad is not None:
             if bad.kind not in self.masked:  # a class already reported: not expanded
                 out.found = Found(bad.reason)
@@ -381,18 +392,20 @@ class ManagerSubject(Context, _Faults):
             op = self.ops[oi]
             if wm is None:
                 fm, fi = (make_m, make_i) if make_m and make_i else (None, None)
-                wm, wi = (fm(), fi()) if fm and fi else self.fresh(path)
+                with step_guard():
+                    wm, wi = (fm(), fi()) if fm and fi else self.fresh(path)
                 hist = []
             if not self.allowed(wm, op):
                 continue
             self.in_flight = oi
-            with PLAN.counting() as reached:
+            with step_guard(), PLAN.counting() as reached:
                 found, m_post, i_post = self.edge(wm, wi, op, m_pre, i_pre)
             ok = found is None and m_post is not None and i_post is not None
             if ok and self.bounds.faults and reached and i_pre.full is not None:
                 # Fault attempts run on copies of the state itself: their failure is
                 # this op's, whatever the working copies saw before.
-                faulted = self._faults(path, op, reached, i_pre.full, make_i, out.notes)
+                with step_guard():
+                    faulted = self._faults(path, op, reached, i_pre.full, make_i, out.notes)
                 if faulted is not None:
                     out.found = Found(f"{op}: {faulted}", oi)
                     return out
@@ -404,8 +417,10 @@ class ManagerSubject(Context, _Faults):
                     continue
                 why = found.reason if found is not None else "the state cannot be observed"
                 if hist:  # the working copies saw earlier no-op calls: is the failure theirs?
-                    again = self.fresh(path)
-                    if self.edge(again[0], again[1], op, m_pre, i_pre)[0] is None:
+                    with step_guard():
+                        again = self.fresh(path)
+                        theirs = self.edge(again[0], again[1], op, m_pre, i_pre)[0] is None
+                    if theirs:
                         out.found = Found(why, oi, path + tuple(hist))
                         return out
                 out.found = Found(why, oi)

@@ -39,6 +39,7 @@ GROUPS: tuple[str, ...] = (
     "evictable.proofs.lockstep.own_table",
     "evictable.proofs.lockstep.probes",
     "evictable.proofs.lockstep.queue_probes",
+    "evictable.proofs.lockstep.policy_probe",
 )
 
 

@@ -102,6 +102,15 @@ def _probes() -> str | None:
     return construct_probe(CPUOffloadingManager) or evict_contract_probe(CPUOffloadingManager)
 
 
+def _policy_probe(policy: str) -> Callable[[], str | None]:
+    def run() -> str | None:
+        from evictable.proofs.lockstep.policy_probe import policy_probe
+
+        return policy_probe(policy)
+
+    return run
+
+
 def _queue_probe() -> str | None:
     from evictable.proofs.lockstep.queue_probes import queue_probe
 
@@ -217,6 +226,8 @@ def checks_for(path: str) -> list[Check]:
         out.append((f"conformance.{policy}.long_run", _long_run(policy)))
     out.append(("controls", _cpu_controls))
     out.append(("probes", _probes))
+    for policy in policies:
+        out.append((f"probe.policy.{policy}", _policy_probe(policy)))
     # The manager's generic path: policies that share no key table (`lockstep.own_table`).
     for policy in policies:
         for faults in (False, True):

@@ -111,6 +111,26 @@ def _policy_probe(policy: str) -> Callable[[], str | None]:
     return run
 
 
+def _lazy_fixed() -> str | None:
+    from evictable.proofs.explore.lazy_fixed import BOUNDS, FIXED, fixed_capacity_search
+
+    for k in FIXED:
+        out = fixed_capacity_search(BOUNDS, k)
+        if not out.ok:
+            return out.found.reason if out.found else "incomplete"
+    return None
+
+
+def _lazy_two_hashes() -> str | None:
+    """Two hash values (as the thorough bounds): an offloaded block can follow one the
+    capacity stops at."""
+    from evictable.proofs.explore.lazy import Bounds
+    from evictable.proofs.explore.lazy_impl import lockstep_search
+
+    out = lockstep_search(Bounds(num_blocks=2, window=1, hashes=("a", "b"), capacities=(0, 1)))
+    return None if out.ok else out.found.reason if out.found else "incomplete"
+
+
 def _queue_probe() -> str | None:
     from evictable.proofs.lockstep.queue_probes import queue_probe
 
@@ -211,6 +231,11 @@ def checks_for(path: str) -> list[Check]:
         out += [("conformance.lazy", _machine("lazy")), ("controls", _gpu_controls)]
         if name == "free_queue.py":
             out += [("probe.free_queue", _queue_probe)]
+        if name == "lazy_offload.py":
+            out += [
+                ("lazy.fixed_capacity", _lazy_fixed),
+                ("explore.lazy (two hashes)", _lazy_two_hashes),
+            ]
         return out
     policies = ["lru"] if name == "lru.py" else ["arc"] if name == "arc.py" else ["lru", "arc"]
     out = []

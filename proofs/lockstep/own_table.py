@@ -86,7 +86,8 @@ class PlainLru(CachePolicy):
     Complexity: O(1) per hook but `evict` (O(evictable keys)); `touch` O(len(keys)).
     """
 
-    __slots__ = ("order", "records")
+    # `__weakref__` first: the default checkpoint must skip it and still save the rest.
+    __slots__ = ("__weakref__", "order", "records")
 
     name = "lru-plain"
 

@@ -237,7 +237,9 @@ def checks_for(path: str) -> list[Check]:
                 ("explore.lazy (two hashes)", _lazy_two_hashes),
             ]
         return out
-    policies = ["lru"] if name == "lru.py" else ["arc"] if name == "arc.py" else ["lru", "arc"]
+    policies = (
+        ["lru"] if name == "lru.py" else ["arc"] if name.startswith("arc") else ["lru", "arc"]
+    )
     out = []
     for policy in policies:
         out.append((f"explore.{policy}", _explore(policy, "quick")))

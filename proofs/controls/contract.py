@@ -12,7 +12,12 @@ from evictable.model.types import Key
 from evictable.model.validate import check_enable_events, check_num_blocks
 from evictable.proofs.lockstep.own_table import own_table_name
 
-__all__ = ["OwnTableKeepsAborted", "TrustsPolicyVictims", "events_checked_first"]
+__all__ = [
+    "OwnTableKeepsAborted",
+    "TrustsPolicyVictims",
+    "events_checked_first",
+    "register_unchecked",
+]
 
 
 class TrustsPolicyVictims(CPUOffloadingManager):
@@ -52,3 +57,10 @@ def OwnTableKeepsAborted(num_blocks: int, policy: str = "lru", enable_events: bo
     manager's own table (the shared-table path needs no such deletion, so only the
     generic path has the bug)."""
     return _KeepsAborted(num_blocks, own_table_name(policy), enable_events)
+
+
+def register_unchecked(name: Any, cls: Any) -> None:
+    """`register_policy` without its checks: any name, any class."""
+    from evictable.impl.policies import factory
+
+    factory._registered[name] = cls  # BUG: nothing checked

@@ -86,8 +86,9 @@ class PlainLru(CachePolicy):
     Complexity: O(1) per hook but `evict` (O(evictable keys)); `touch` O(len(keys)).
     """
 
-    # `__weakref__` first: the default checkpoint must skip it and still save the rest.
-    __slots__ = ("__weakref__", "order", "records")
+    # `__weakref__` and `__dict__` first: the default checkpoint must skip them and still
+    # save `order` (a slot) and `records` (in the instance dict).
+    __slots__ = ("__dict__", "__weakref__", "order")
 
     name = "lru-plain"
 

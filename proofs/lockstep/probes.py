@@ -27,7 +27,7 @@ from evictable.impl.block import BlockStatus
 from evictable.impl.manager import CPUOffloadingManager
 from evictable.impl.policies.factory import known_policies, register_policy
 from evictable.impl.policies.lru import LRUCachePolicy
-from evictable.model.errors import InvariantViolationError
+from evictable.model.errors import InvalidArgumentError, InvariantViolationError
 from evictable.model.manager import ModelManager
 from evictable.model.types import Key
 from evictable.proofs.lockstep.compare import invoke
@@ -42,6 +42,7 @@ __all__ = [
     "ScriptedEvictLru",
     "construct_probe",
     "evict_contract_probe",
+    "registry_probe",
 ]
 
 UNKNOWN = "no-such-policy"
@@ -200,6 +201,62 @@ def evict_contract_probe(factory: Factory = CPUOffloadingManager) -> str | None:
     return None
 
 
+# ------------------------------------------------------------------ the registry
+
+
+class _Valid(LRUCachePolicy):
+    """A concrete policy class the registry probe registers (under a fresh name)."""
+
+    __slots__ = ()
+
+
+class _Other(LRUCachePolicy):
+    __slots__ = ()
+
+
+REGISTRY_NAME = "probe-registry-policy"
+
+Register = Callable[[Any, Any], None]
+
+
+def _bad_registrations() -> list[tuple[str, object, object]]:
+    from evictable.impl.policies.base import CachePolicy
+
+    return [
+        ("an empty name", "", _Valid),
+        ("a name with a space", "a b", _Valid),
+        ("a name that is no str", 3, _Valid),
+        ("a class that is no CachePolicy", REGISTRY_NAME, int),
+        ("an object, not a class", REGISTRY_NAME, _Valid(1)),
+        ("an abstract class", REGISTRY_NAME, CachePolicy),
+        ("a built-in name", "lru", _Valid),
+        ("a name registered to another class", REGISTRY_NAME + "-taken", _Other),
+    ]
+
+
+def registry_probe(register: Register | None = None) -> str | None:
+    """Every bad `register_policy` call is refused with `InvalidArgumentError` and
+    registers nothing; registering the same class under the same name again is a
+    no-op. Returns the first failing case, or None. (Names the probe registers stay
+    registered, as any registration does; each is used only by this probe.)"""
+    from evictable.impl.policies import factory
+
+    reg: Register = register if register is not None else factory.register_policy
+    reg(REGISTRY_NAME + "-taken", _Valid)
+    reg(REGISTRY_NAME + "-taken", _Valid)  # the same again: a no-op
+    for label, name, cls in _bad_registrations():
+        before = known_policies()
+        r = invoke(reg, name, cls)
+        after = known_policies()
+        if after != before and isinstance(name, str):
+            factory._registered.pop(name, None)
+        if not r.raised or not isinstance(r.value, InvalidArgumentError):
+            return f"register_policy with {label}: {r.describe()}, want InvalidArgumentError"
+        if after != before:
+            return f"register_policy with {label}: refused, but registered {name!r}"
+    return None
+
+
 # ------------------------------------------------------------------ obligations
 
 
@@ -214,7 +271,11 @@ def _as_check(run: Callable[[], str | None], ok: str) -> Callable[[float], Outco
 def obligations(level: Level) -> list[Obligation]:
     """`probe.construct` and `probe.evict_contract` (the same at every level: the
     catalogues are small and always run whole), each with a negative control."""
-    from evictable.proofs.controls.contract import TrustsPolicyVictims, events_checked_first
+    from evictable.proofs.controls.contract import (
+        TrustsPolicyVictims,
+        events_checked_first,
+        register_unchecked,
+    )
 
     cases = len(BAD_ANSWERS) + 1
     return [
@@ -250,5 +311,18 @@ def obligations(level: Level) -> list[Obligation]:
             tags=("probe",),
             kind=Kind.TESTED,
             bounds=f"{cases} wrong answers, with the policy's table shared and not, 4 slots",
+        ),
+        Obligation(
+            name="probe.registry",
+            statement=(
+                "every bad register_policy call (name, class, a built-in or taken name) "
+                "is refused with InvalidArgumentError and registers nothing"
+            ),
+            check=_as_check(registry_probe, "every case refused"),
+            negative=_as_check(lambda: registry_probe(register_unchecked), "refused"),
+            negative_statement="the probe catches a registry that takes any name and class",
+            tags=("probe",),
+            kind=Kind.TESTED,
+            bounds=f"{len(_bad_registrations())} bad registrations and one repeat",
         ),
     ]

@@ -97,9 +97,17 @@ def _cpu_controls() -> str | None:
 
 def _probes() -> str | None:
     from evictable.impl.manager import CPUOffloadingManager
-    from evictable.proofs.lockstep.probes import construct_probe, evict_contract_probe
+    from evictable.proofs.lockstep.probes import (
+        construct_probe,
+        evict_contract_probe,
+        registry_probe,
+    )
 
-    return construct_probe(CPUOffloadingManager) or evict_contract_probe(CPUOffloadingManager)
+    return (
+        construct_probe(CPUOffloadingManager)
+        or evict_contract_probe(CPUOffloadingManager)
+        or registry_probe()
+    )
 
 
 def _policy_probe(policy: str) -> Callable[[], str | None]:

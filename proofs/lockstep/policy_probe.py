@@ -24,7 +24,10 @@ the records and ref counts itself as a manager would:
   `InvalidArgumentError`, nothing changed (so is a `rollback` of an object that is no
   checkpoint token); a key that is not resident marked --
   refused or ignored, nothing changed;
-* constructors with a bad capacity: both sides raise `InvalidArgumentError`.
+* constructors with a bad capacity: both sides raise `InvalidArgumentError`;
+* for the LRU, its list corrupted through the records' public links
+  (`LRU_CORRUPTIONS`): `snapshot` and `listed` raise `InvariantViolationError`
+  ("lru_list_exact") naming the defect.
 
 Returns None when every call agrees, else the first disagreement with its trace.
 """
@@ -38,7 +41,7 @@ from typing import Any
 
 from evictable.impl.block import BlockStatus
 from evictable.impl.policies.factory import builtin_class
-from evictable.model.errors import InvalidArgumentError
+from evictable.model.errors import InvalidArgumentError, InvariantViolationError
 from evictable.model.manager import MODEL_POLICIES
 from evictable.model.types import Key
 from evictable.proofs.lockstep.compare import Reply, invoke
@@ -79,6 +82,12 @@ class _Run:
     def ref_of(self, key: Key) -> int | None:
         rec = self.records.get(key)
         return None if rec is None else rec.ref_cnt
+
+    def reusable(self) -> bool:
+        """Whether a record the policy let go may be reused: the policy says so, and no
+        checkpoint is pending (as the manager: it never reuses records of a policy it
+        checkpoints, since `rollback` restores places, not the records' keys)."""
+        return bool(getattr(self.impl, "releases_evicted_records", False)) and self.saved is None
 
     def fail(self, why: str) -> None:
         raise _Divergence(why + "\n" + "\n".join(self.trace[-12:]))
@@ -173,7 +182,9 @@ class _Run:
             f"remove({key!r})", lambda: self.model.remove(key), lambda: self.impl.remove(key)
         )
         if not out.raised:
-            del self.records[key]
+            rec = self.records.pop(key)
+            if self.reusable():
+                self.released.append(rec)  # dropped by `remove`: free for reuse too
 
     def load(self, key: Key) -> None:
         rec = self.records[key]
@@ -220,7 +231,7 @@ class _Run:
             if self.records.get(key) is not rec:
                 self.fail(f"evict: victim {key!r} came back with another record")
             del self.records[key]
-            if getattr(self.impl, "releases_evicted_records", False):
+            if self.reusable():
                 self.released.append(rec)
         self.compare("evict")
 
@@ -289,6 +300,65 @@ def _one_run(cls: type[Any], name: str, rnd: random.Random, steps: int) -> None:
             r.rollback()
 
 
+# ------------------------------------------------------------------ a corrupted LRU list
+
+
+def _lru_with(n: int, cls: type[Any]) -> tuple[Any, list[BlockStatus]]:
+    lru = cls(n)
+    recs = []
+    for i, key in enumerate(KEYS[:n]):
+        rec = BlockStatus(i)
+        lru.insert(key, rec)
+        rec.ref_cnt = 0
+        lru.mark_evictable(key)
+        recs.append(rec)
+    return lru, recs
+
+
+def _dangling(lru: Any, recs: list[BlockStatus]) -> None:
+    recs[1].next = None
+
+
+def _back_link(lru: Any, recs: list[BlockStatus]) -> None:
+    recs[2].prev = recs[0]
+
+
+def _cycle(lru: Any, recs: list[BlockStatus]) -> None:
+    del lru.blocks[KEYS[0]]  # more listed records than resident ones: only the budget ends it
+
+
+LRU_CORRUPTIONS: dict[str, tuple[Callable[[Any, list[BlockStatus]], None], str]] = {
+    "a dangling link after the second record": (_dangling, "ends in a dangling link after"),
+    "the third record links back to the first": (_back_link, "does not link back to"),
+    "more records listed than resident": (_cycle, "without closing the ring (a cycle)"),
+}
+"""How the LRU's list is broken through the records' public links, and what the
+bounded walk's error must say."""
+
+
+def lru_corruption_probe(cls: type[Any] | None = None) -> str | None:
+    """Every bounded walk of a corrupted LRU list (`snapshot`, `listed`) raises
+    `InvariantViolationError` ("lru_list_exact") naming the defect; None when so."""
+    impl_cls: type[Any] | None = cls if cls is not None else builtin_class("lru")
+    if impl_cls is None:
+        return "no built-in LRU"
+    for label, (corrupt, detail) in LRU_CORRUPTIONS.items():
+        for what in ("snapshot", "listed"):
+            lru, recs = _lru_with(3, impl_cls)
+            corrupt(lru, recs)
+            got = invoke(
+                lambda lru=lru, what=what: list(
+                    getattr(lru, what)() if what == "listed" else [lru.snapshot()]
+                )
+            )
+            err = got.value
+            if not got.raised or not isinstance(err, InvariantViolationError):
+                return f"LRU list with {label}: {what}() {got.describe()}"
+            if err.names != ("lru_list_exact",) or detail not in str(err):
+                return f"LRU list with {label}: {what}() raised {err}, want: {detail}"
+    return None
+
+
 def _bind_insert(r: _Run, rec: BlockStatus) -> Callable[[], object]:
     return lambda: r.impl.insert(KEYS[-1], rec)
 
@@ -298,9 +368,13 @@ def policy_probe(
 ) -> str | None:
     """The first disagreement of `cls` (default: the built-in class of `name`) with the
     model policy `name`, or None."""
-    impl_cls = cls if cls is not None else builtin_class(name)
+    impl_cls: type[Any] | None = cls if cls is not None else builtin_class(name)
     if impl_cls is None or name not in MODEL_POLICIES:
         return f"policy {name!r} is not built in and in the model"
+    return _probe(name, impl_cls, runs, steps, seed)
+
+
+def _probe(name: str, impl_cls: type[Any], runs: int, steps: int, seed: int) -> str | None:
     for capacity in BAD_NUM_BLOCKS:
         rm, ri = invoke(MODEL_POLICIES[name], capacity), invoke(impl_cls, capacity)
         if not (rm.raised and ri.raised and isinstance(ri.value, InvalidArgumentError)):
@@ -327,6 +401,10 @@ def policy_probe(
             r.evict(1, frozenset())
     except _Divergence as why:
         return f"{name} policy API: {why}"
+    if impl_cls is builtin_class("lru"):
+        broken = lru_corruption_probe(impl_cls)
+        if broken is not None:
+            return broken
     rnd = random.Random(seed)
     for _ in range(runs):
         try:

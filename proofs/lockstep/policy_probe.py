@@ -27,7 +27,8 @@ the records and ref counts itself as a manager would:
 * constructors with a bad capacity: both sides raise `InvalidArgumentError`;
 * for the LRU, its list corrupted through the records' public links
   (`LRU_CORRUPTIONS`): `snapshot` and `listed` raise `InvariantViolationError`
-  ("lru_list_exact") naming the defect.
+  ("lru_list_exact") naming the defect, and so does an `evict` that meets a
+  protected key twice on a cycle.
 
 Returns None when every call agrees, else the first disagreement with its trace.
 """
@@ -250,6 +251,14 @@ def _bad_calls(r: _Run, rnd: random.Random) -> None:
         if absent and (other.prev is not None or other.next is not None):  # linked: filed
             new = absent[0]
             r.refused(f"insert({new!r}, the record of {key!r})", lambda: r.impl.insert(new, other))
+    idle = [k for k in KEYS if k in r.records and r.records[k].ref_cnt == 0]
+    if idle:  # already idle: the LRU refuses a second mark, ARC ignores it, as the models
+        key = idle[0]
+        r.both(
+            f"mark_evictable({key!r})  # already idle",
+            lambda: r.model.mark_evictable(key),
+            lambda: r.impl.mark_evictable(key),
+        )
     if absent:
         key = absent[0]
         r.refused(f"remove({key!r})  # absent", lambda: r.impl.remove(key))
@@ -356,6 +365,12 @@ def lru_corruption_probe(cls: type[Any] | None = None) -> str | None:
                 return f"LRU list with {label}: {what}() {got.describe()}"
             if err.names != ("lru_list_exact",) or detail not in str(err):
                 return f"LRU list with {label}: {what}() raised {err}, want: {detail}"
+    lru, recs = _lru_with(3, impl_cls)  # a true cycle: evict meets a protected key twice
+    recs[2].next = recs[0]
+    got = invoke(lru.evict, 10, frozenset({KEYS[0]}))
+    err = got.value
+    if not (isinstance(err, InvariantViolationError) and err.names == ("lru_list_exact",)):
+        return f"LRU list with a cycle: evict(10, {{{KEYS[0]!r}}}) {got.describe()}"
     return None
 
 

@@ -36,6 +36,11 @@ GROUPS: tuple[str, ...] = (
     "evictable.proofs.lockstep.gpu_machines",
     "evictable.proofs.explore.gpu",
     "evictable.proofs.explore.lazy_cursor",
+    "evictable.proofs.explore.lazy_fixed",
+    "evictable.proofs.lockstep.own_table",
+    "evictable.proofs.lockstep.probes",
+    "evictable.proofs.lockstep.queue_probes",
+    "evictable.proofs.lockstep.policy_probe",
 )
 
 

@@ -109,6 +109,13 @@ class LRUCachePolicy(CachePolicy):
     releases_evicted_records = True
 
     def __init__(self, cache_capacity: int) -> None:
+        """Pre: `cache_capacity` an int >= 0, not a bool (else `InvalidArgumentError`)."""
+        if (
+            isinstance(cache_capacity, bool)
+            or not isinstance(cache_capacity, int)
+            or cache_capacity < 0
+        ):
+            raise InvalidArgumentError(f"LRU capacity must be an int >= 0, got {cache_capacity!r}")
         super().__init__(cache_capacity)
         self.blocks: dict[Key, BlockStatus] = {}
         self.ring = _new_ring()

@@ -14,7 +14,7 @@ from evictable.impl.free_queue import Cursor, KVCacheBlock
 from evictable.impl.lazy_offload import LazyOffloadScanner
 from evictable.proofs.controls.gpu import RefCountScanner
 
-__all__ = ["SEEDED_SCANNERS"]
+__all__ = ["CAPACITY_IGNORED", "SEEDED_SCANNERS"]
 
 
 class AbortRecordsOffloaded(LazyOffloadScanner):
@@ -93,3 +93,30 @@ SEEDED_SCANNERS: dict[str, type[LazyOffloadScanner]] = {
     "wrap_around_scan": WrapAroundScan,
 }
 """Every seeded broken scanner: the lazy engines must refute each one."""
+
+
+class _CapacityIgnored0(LazyOffloadScanner):
+    """Built with an int capacity, selects as if it had none: only a callable capacity
+    is honoured (a missed branch of the capacity lookup)."""
+
+    __slots__ = ()
+
+    def __init__(self, pool: object, window: int, cpu_capacity: object = None) -> None:
+        super().__init__(pool, window, 0)  # type: ignore[arg-type]
+
+    def _capacity_now(self) -> int:
+        source = self._capacity
+        if callable(source):
+            return super()._capacity_now()
+        return 1 << 30  # BUG: the int is ignored
+
+
+class _CapacityIgnored1(_CapacityIgnored0):
+    __slots__ = ()
+
+
+CAPACITY_IGNORED: dict[int, type[LazyOffloadScanner]] = {
+    0: _CapacityIgnored0,
+    1: _CapacityIgnored1,
+}
+"""For `explore.lazy_fixed`: scanners built with capacity 0 / 1 that ignore it."""

@@ -265,6 +265,12 @@ def _fault_failure(
         return f"{what}: {why}"
     if i_post != i_pre:
         return f"{what}: impl changed state although the call failed: {diff(i_pre, i_post)}"
+    checker = getattr(impl, "check_invariants", None)
+    if callable(checker):  # restored in every part, not only in what the snapshot shows
+        try:
+            checker()
+        except Exception as exc:
+            return f"{what}: impl.check_invariants() failed after the fault: {exc}"
     return None
 
 

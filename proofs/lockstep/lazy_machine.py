@@ -277,9 +277,11 @@ class _LazyMachine(LockStep):
 
     @rule(data=st.data(), ok=st.booleans())
     def finish_bad(self, data: st.DataObject, ok: bool) -> None:
-        """A block not in flight, or one listed twice: the same error, nothing changed."""
+        """A block not in flight (once or twice), or one in flight listed twice: the same
+        error, nothing changed."""
         b = data.draw(st.integers(1, self.n - 1))
-        ids = [b, b] if BlockId(b) in self.model.in_flight else [b]
+        twice = BlockId(b) in self.model.in_flight or data.draw(st.booleans())
+        ids = [b, b] if twice else [b]  # listed twice decides before not in flight
         m_call = self.model.complete if ok else self.model.abort
         i_call = self.scanner.complete if ok else self.scanner.abort
         out = self._same(

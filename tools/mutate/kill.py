@@ -27,26 +27,40 @@ __all__ = ["checks_for", "kill"]
 Check = tuple[str, Callable[[], str | None]]
 
 
-def _explore(policy: str, level: str, faults: bool = False) -> Callable[[], str | None]:
+def _explore(
+    policy: str, level: str, faults: bool = False, variant: str = ""
+) -> Callable[[], str | None]:
     def run() -> str | None:
         from evictable.proofs.explore.manager import explore
+        from evictable.proofs.lockstep import own_table
         from evictable.proofs.policies import profile
 
         p = profile(policy)
         bounds = p.faults[level] if faults else p.explore[level] if level != "check" else p.check
-        out = explore(bounds, workers=1)
+        factory = {
+            "": None,
+            "own": own_table.OwnTableManager,
+            "plain": own_table.PlainPolicyManager,
+        }[variant]
+        out = explore(bounds, factory, workers=1)
         return None if out.ok else out.summary().splitlines()[-1 if out.failure is None else 1]
 
     return run
 
 
-def _conformance(policy: str) -> Callable[[], str | None]:
+def _conformance(policy: str, variant: str = "") -> Callable[[], str | None]:
     def run() -> str | None:
         from evictable.impl.manager import CPUOffloadingManager
+        from evictable.proofs.lockstep import own_table
         from evictable.proofs.lockstep.conformance import run_conformance
 
+        factory: Any = {
+            "": CPUOffloadingManager,
+            "own": own_table.OwnTableManager,
+            "plain": own_table.PlainPolicyManager,
+        }[variant]
         rec = run_conformance(
-            CPUOffloadingManager, policy, 60, 30, seed=0, shrink_budget_s=0.5, require_copies=True
+            factory, policy, 60, 30, seed=0, shrink_budget_s=0.5, require_copies=True
         )
         return (
             None if rec.ok else f"{rec.status}: {rec.reason.splitlines()[0] if rec.reason else ''}"
@@ -79,6 +93,56 @@ def _cpu_controls() -> str | None:
     if explore(faulty, NoPolicyRollbackOnFault, workers=1).failure is None:
         return "control: the manager without policy rollback was not caught"
     return None
+
+
+def _probes() -> str | None:
+    from evictable.impl.manager import CPUOffloadingManager
+    from evictable.proofs.lockstep.probes import (
+        construct_probe,
+        evict_contract_probe,
+        registry_probe,
+    )
+
+    return (
+        construct_probe(CPUOffloadingManager)
+        or evict_contract_probe(CPUOffloadingManager)
+        or registry_probe()
+    )
+
+
+def _policy_probe(policy: str) -> Callable[[], str | None]:
+    def run() -> str | None:
+        from evictable.proofs.lockstep.policy_probe import policy_probe
+
+        return policy_probe(policy)
+
+    return run
+
+
+def _lazy_fixed() -> str | None:
+    from evictable.proofs.explore.lazy_fixed import BOUNDS, FIXED, fixed_capacity_search
+
+    for k in FIXED:
+        out = fixed_capacity_search(BOUNDS, k)
+        if not out.ok:
+            return out.found.reason if out.found else "incomplete"
+    return None
+
+
+def _lazy_two_hashes() -> str | None:
+    """Two hash values (as the thorough bounds): an offloaded block can follow one the
+    capacity stops at."""
+    from evictable.proofs.explore.lazy import Bounds
+    from evictable.proofs.explore.lazy_impl import lockstep_search
+
+    out = lockstep_search(Bounds(num_blocks=2, window=1, hashes=("a", "b"), capacities=(0, 1)))
+    return None if out.ok else out.found.reason if out.found else "incomplete"
+
+
+def _queue_probe() -> str | None:
+    from evictable.proofs.lockstep.queue_probes import queue_probe
+
+    return queue_probe()
 
 
 def _gpu_explore(which: str) -> Callable[[], str | None]:
@@ -172,8 +236,18 @@ def checks_for(path: str) -> list[Check]:
             out += [("conformance.free_queue", _machine("queue"))]
         if name != "lazy_offload.py":
             out += [("conformance.block_pool", _machine("pool"))]
-        return [*out, ("conformance.lazy", _machine("lazy")), ("controls", _gpu_controls)]
-    policies = ["lru"] if name == "lru.py" else ["arc"] if name == "arc.py" else ["lru", "arc"]
+        out += [("conformance.lazy", _machine("lazy")), ("controls", _gpu_controls)]
+        if name == "free_queue.py":
+            out += [("probe.free_queue", _queue_probe)]
+        if name == "lazy_offload.py":
+            out += [
+                ("lazy.fixed_capacity", _lazy_fixed),
+                ("explore.lazy (two hashes)", _lazy_two_hashes),
+            ]
+        return out
+    policies = (
+        ["lru"] if name == "lru.py" else ["arc"] if name.startswith("arc") else ["lru", "arc"]
+    )
     out = []
     for policy in policies:
         out.append((f"explore.{policy}", _explore(policy, "quick")))
@@ -185,7 +259,22 @@ def checks_for(path: str) -> list[Check]:
         out.append((f"conformance.{policy}", _conformance(policy)))
     for policy in policies:
         out.append((f"conformance.{policy}.long_run", _long_run(policy)))
-    return [*out, ("controls", _cpu_controls)]
+    out.append(("controls", _cpu_controls))
+    out.append(("probes", _probes))
+    for policy in policies:
+        out.append((f"probe.policy.{policy}", _policy_probe(policy)))
+    # The manager's generic path: policies that share no key table (`lockstep.own_table`).
+    for policy in policies:
+        for faults in (False, True):
+            name = f"explore.{policy}{'.faults' if faults else ''}.own_table"
+            out.append((name, _explore(policy, "quick", faults, "own")))
+    if "lru" in policies:
+        out.append(("explore.lru.plain", _explore("lru", "quick", False, "plain")))
+        out.append(("explore.lru.faults.plain", _explore("lru", "quick", True, "plain")))
+        out.append(("conformance.lru.plain", _conformance("lru", "plain")))
+    for policy in policies:
+        out.append((f"conformance.{policy}.own_table", _conformance(policy, "own")))
+    return out
 
 
 def kill(path: str) -> tuple[str, str] | None:

@@ -431,22 +431,25 @@ class FreeKVCacheBlockQueue:
 
     def _walk(self, start: KVCacheBlock, epoch: _Epoch) -> Iterator[KVCacheBlock]:
         # Each step first checks that the queue did not change since the call
-        # (the epoch is still live), then follows one link. `node` is typed Any: a
-        # linked block's `next_free_block` is never None, and the loop skips that test.
-        # Bounded observation: while the epoch is live the queue holds exactly
-        # `num_free_blocks` blocks, so a walk that has not met the tail after that
-        # many steps is on a broken list (a cycle): it raises instead of looping.
+        # (the epoch is still live), then follows one link. Bounded observation:
+        # while the epoch is live the queue holds exactly `num_free_blocks` blocks,
+        # so a walk that has not met the tail after that many steps is on a broken
+        # list (a cycle), and a link to nothing is one too: it raises instead of
+        # looping or yielding None.
         tail = self.fake_free_list_tail
         if not epoch.live:
             raise ConcurrentModificationError()
+        before: Any = start
         node: Any = start.next_free_block
         for _ in range(self.num_free_blocks):
             if node is tail:
                 return
+            if node is None:
+                raise _broken_list(before, None, self.num_free_blocks)
             yield node
             if not epoch.live:
                 raise ConcurrentModificationError()
-            node = node.next_free_block
+            before, node = node, node.next_free_block
         if node is not tail:
             raise _broken_list(node.prev_free_block, node, self.num_free_blocks)
 

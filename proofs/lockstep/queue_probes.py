@@ -73,22 +73,22 @@ CORRUPTIONS: dict[str, tuple[Corrupt, str | None, bool]] = {
     "a dangling link after block 2": (
         _dangling,
         "the list ends in a dangling link after block 2",
-        False,
+        True,
     ),
     "a dangling link after the front block": (
         _dangling_front,
         "the list ends in a dangling link after block 1",
-        False,
+        True,
     ),
-    "a dangling link at the head": (_dangling_head, "dangling link after block -1", False),
+    "a dangling link at the head": (_dangling_head, "dangling link after block -1", True),
     "no back link at the tail": (_dangling_tail, None, True),
     "block 3 links back to block 1": (_back_link, "block 3 does not link back to block 2", True),
     "a count one below the length": (_count_low, "more than num_free_blocks=2 blocks", True),
 }
 """Corruption name -> (how, what the detail of `get_all_free_blocks` / `snapshot`
 must say (None: the front-to-back walk does not meet it), whether a full iteration
-is probed: the iterator tests only the count (a cycle), not the links -- on a
-dangling link it is not probed)."""
+is probed: the iterator tests the count (a cycle) and links to nothing, not back
+links)."""
 
 
 def _calls(q: Any, b: list[KVCacheBlock]) -> list[tuple[str, Callable[[], object]]]:

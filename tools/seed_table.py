@@ -23,10 +23,9 @@ import json
 import sys
 import time
 
-from evictable.impl.block_pool import BlockPool
 from evictable.proofs.controls.bug import SeededBug
 from evictable.proofs.controls.catalogue import CATALOGUE
-from evictable.proofs.controls.hunt import hunt
+from evictable.proofs.controls.hunt import hunt, machine_for
 from evictable.proofs.obligations import Status
 
 
@@ -46,22 +45,10 @@ def _random_engine(bug: SeededBug, seed: int) -> tuple[bool, float]:
             inject_faults=True if bug.faults else None,
         )
         return rec.status == "failed", time.perf_counter() - start
-    from evictable.proofs.lockstep.gpu_machines import (
-        BUDGET,
-        pool_machine,
-        queue_machine,
-        run_machine,
-    )
-    from evictable.proofs.lockstep.lazy_machine import lazy_machine
+    from evictable.proofs.lockstep.gpu_machines import BUDGET, run_machine
 
     examples, steps = BUDGET["default"]
-    if bug.target == "queue":
-        machine = queue_machine(bug.factory)
-    elif bug.target == "pool":
-        machine = pool_machine(bug.factory)
-    else:
-        machine = lazy_machine(BlockPool, bug.factory)
-    out = run_machine(machine, examples, steps, shrink=False, seed=seed)
+    out = run_machine(machine_for(bug), examples, steps, shrink=False, seed=seed)
     return out.status is Status.COUNTEREXAMPLE, time.perf_counter() - start
 
 

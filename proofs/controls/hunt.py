@@ -25,11 +25,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from hypothesis.stateful import RuleBasedStateMachine
+
 from evictable.impl.block_pool import BlockPool
 from evictable.proofs.controls.bug import SeededBug
 from evictable.proofs.obligations import Status
 
-__all__ = ["MAX_CALLS", "Hunt", "Verdict", "engines_for", "hunt"]
+__all__ = ["MAX_CALLS", "Hunt", "Verdict", "engines_for", "hunt", "machine_for"]
 
 MAX_CALLS = 8
 """The longest trace a catch may have."""
@@ -176,22 +178,23 @@ def _explore_lazy(bug: SeededBug, seed: int) -> Verdict:
     return _timed("explore", run)
 
 
-def _machine(bug: SeededBug, seed: int) -> Verdict:
-    from evictable.proofs.lockstep.gpu_machines import (
-        BUDGET,
-        pool_machine,
-        queue_machine,
-        run_machine,
-    )
+def machine_for(bug: SeededBug) -> type[RuleBasedStateMachine]:
+    """The lock-step machine that drives a GPU-side bug (queue, pool or scanner)."""
+    from evictable.proofs.lockstep.gpu_machines import pool_machine, queue_machine
     from evictable.proofs.lockstep.lazy_machine import lazy_machine
 
-    examples, steps = BUDGET["default"]
     if bug.target == "queue":
-        machine = queue_machine(bug.factory)
-    elif bug.target == "pool":
-        machine = pool_machine(bug.factory)
-    else:
-        machine = lazy_machine(BlockPool, bug.factory)
+        return queue_machine(bug.factory)
+    if bug.target == "pool":
+        return pool_machine(bug.factory)
+    return lazy_machine(BlockPool, bug.factory)
+
+
+def _machine(bug: SeededBug, seed: int) -> Verdict:
+    from evictable.proofs.lockstep.gpu_machines import BUDGET, run_machine
+
+    examples, steps = BUDGET["default"]
+    machine = machine_for(bug)
 
     def run() -> tuple[bool, int | None, str]:
         out = run_machine(machine, examples, steps, shrink=True, seed=seed)

@@ -284,11 +284,25 @@ class LockStep:
         else:
             note = f"model {rm.describe()}; impl {ri.describe()}"
         self.lines.append(TraceLine(f"m.{a.call.text}", note, rm.raised or ri.raised))
+        self._judge(label, a.call, rm, ri, m_before, i_before, model_before)
+
+    def _judge(
+        self,
+        label: str,
+        call: Call,
+        rm: Reply,
+        ri: Reply,
+        m_before: Side,
+        i_before: Side,
+        model_before: ManagerSnapshot,
+    ) -> None:
+        """Observe both sides after `call` answered `rm` / `ri`, judge the call under
+        the contract (every finding it makes), then the state after it."""
         m_after, i_after = self._observe(label)
-        args, _ = a.call.build()
+        args, _ = call.build()
         found = judge_call(
             self.contract,
-            a.call.method,
+            call.method,
             args,
             rm,
             ri,
@@ -325,22 +339,7 @@ class LockStep:
                     rm.raised or ri.raised,
                 )
             )
-            m_after, i_after = self._observe(label)
-            args, _ = a.call.build()
-            found = judge_call(
-                self.contract,
-                a.call.method,
-                args,
-                rm,
-                ri,
-                m_before,
-                i_before,
-                m_after,
-                i_after,
-                model_before,
-            )
-            self._fail_all(label, found)
-            self._check_after(label, (m_after, i_after))
+            self._judge(label, a.call, rm, ri, m_before, i_before, model_before)
             return
         self.stats.faults_fired += 1
         self.stats.outcomes[f"fault:{a.hook}"] += 1

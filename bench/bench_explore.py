@@ -50,10 +50,11 @@ from typing import Any
 from bench.runner import standalone
 from evictable.impl.manager import CPUOffloadingManager
 from evictable.model.types import ManagerSnapshot
+from evictable.proofs.base.bounds import Bounds
+from evictable.proofs.base.profiles import profile
 from evictable.proofs.explore.manager import Exploration, explore
-from evictable.proofs.explore.manager_subject import Bounds, Context
+from evictable.proofs.explore.manager_subject import Context
 from evictable.proofs.explore.ops import Op, invoke
-from evictable.proofs.policies import profile
 
 __all__ = ["TARGET_STATES_PER_S", "main", "run"]
 

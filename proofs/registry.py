@@ -9,13 +9,11 @@ runner and one report cover them.
 from __future__ import annotations
 
 import importlib
-from typing import Literal
 
-from evictable.proofs.obligations import Obligation
+from evictable.proofs.base.levels import Level
+from evictable.proofs.base.records import Obligation
 
-__all__ = ["GROUPS", "Level", "collect", "load_group"]
-
-Level = Literal["quick", "default", "thorough"]
+__all__ = ["GROUPS", "collect", "load_group"]
 
 GROUPS: tuple[str, ...] = (
     "evictable.proofs.z3.lifecycle",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evictable.proofs.obligations import Obligation, Status
+from evictable.proofs.base.records import Obligation, Status
 
 TIMEOUT_S = 20.0
 """Per-check solver timeout in the tests (generous: a timeout is a failure, not a pass)."""

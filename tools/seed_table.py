@@ -23,10 +23,10 @@ import json
 import sys
 import time
 
+from evictable.proofs.base.records import Status
 from evictable.proofs.controls.bug import SeededBug
 from evictable.proofs.controls.catalogue import CATALOGUE
 from evictable.proofs.controls.hunt import hunt, machine_for
-from evictable.proofs.obligations import Status
 
 
 def _random_engine(bug: SeededBug, seed: int) -> tuple[bool, float]:

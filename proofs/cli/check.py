@@ -10,7 +10,7 @@ evictable check MODULE:FACTORY [--target manager|free-queue|block-pool|lazy]
 ```
 
 Every choice left out comes from what the factory declares (`evictable_contract`,
-`evictable_policy`; `lockstep.contract`), else the defaults: the exact contract,
+`evictable_policy`; `base.contract`), else the defaults: the exact contract,
 typed errors, snapshots, every input, policy `lru`. The `manager` target (the
 default) runs the conformance engine and the explorer (`lockstep.check`); the GPU
 targets run their lock-step machines and, for the lazy scanner, the breadth-first
@@ -26,10 +26,10 @@ import time
 from typing import Any
 
 from evictable.model.manager import MODEL_POLICIES
+from evictable.proofs.base.compare import Errors
+from evictable.proofs.base.contract import Contract, ContractError, Inputs, Mode, resolve
+from evictable.proofs.base.findings import Finding
 from evictable.proofs.cli.errors import UsageError
-from evictable.proofs.lockstep.compare import Errors
-from evictable.proofs.lockstep.contract import Contract, ContractError, Inputs, Mode, resolve
-from evictable.proofs.lockstep.findings import Finding
 
 __all__ = ["TARGETS", "add_parser", "contract_of", "findings_block"]
 
@@ -133,9 +133,9 @@ def cmd_check(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
 def _check_manager(
     args: argparse.Namespace, factory: Any, contract: Contract, import_s: float
 ) -> tuple[int, dict[str, Any]]:
+    from evictable.proofs.base.profiles import MissingProfileError, profile
     from evictable.proofs.cli.commands import exploration_fields, probe_manager
     from evictable.proofs.lockstep.check import check_manager
-    from evictable.proofs.policies import MissingProfileError, profile
 
     policy = args.policy or getattr(factory, "evictable_policy", "lru")
     if policy not in MODEL_POLICIES:

@@ -23,10 +23,11 @@ import os
 import sys
 from typing import Any
 
+from evictable.proofs.base.bounds import Bounds
+from evictable.proofs.base.contract import DEFAULT, Contract, ContractError, resolve
+from evictable.proofs.base.protocol import Factory
 from evictable.proofs.cli.errors import UsageError
-from evictable.proofs.explore.manager import DEFAULT_MAX_STATES, Bounds, Exploration, explore
-from evictable.proofs.explore.trace import Factory
-from evictable.proofs.lockstep.contract import DEFAULT, Contract, ContractError, resolve
+from evictable.proofs.explore.manager import DEFAULT_MAX_STATES, Exploration, explore
 
 __all__ = [
     "CheckSetupError",
@@ -265,7 +266,7 @@ def probe_manager(factory: Factory, policy: str, contract: Contract = DEFAULT) -
         raise CheckSetupError(
             f"factory(2, {policy!r}, False) raised {type(exc).__name__}: {exc}"
         ) from exc
-    from evictable.proofs.lockstep.conformance import ADAPTER_API, BLACK_BOX_API
+    from evictable.proofs.base.protocol import ADAPTER_API, BLACK_BOX_API
 
     api = BLACK_BOX_API if contract.black_box else ADAPTER_API
     missing = [name for name in api if not hasattr(manager, name)]

@@ -28,7 +28,7 @@ from evictable.model.lifecycle import (
     Transition,
     derive_hook,
 )
-from evictable.proofs.registry import Level
+from evictable.proofs.base.levels import Level
 
 __all__ = [
     "DOCUMENTS",

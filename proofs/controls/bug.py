@@ -9,12 +9,9 @@ from typing import Any
 from evictable.impl.manager import CPUOffloadingManager
 from evictable.impl.policies.base import CachePolicy
 from evictable.impl.policies.factory import register_policy
+from evictable.proofs.base.protocol import Factory
 
-__all__ = ["TARGETS", "Factory", "SeededBug", "with_policy"]
-
-Factory = Callable[[int, str, bool], Any]
-"""`(num_blocks, policy, enable_events) -> manager` (the conformance adapter protocol)."""
-
+__all__ = ["TARGETS", "SeededBug", "with_policy"]
 
 TARGETS: tuple[str, ...] = ("manager", "queue", "pool", "scanner")
 """What a seeded bug breaks, which decides the engines that hunt it."""

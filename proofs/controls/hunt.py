@@ -28,8 +28,8 @@ from dataclasses import dataclass, replace
 from hypothesis.stateful import RuleBasedStateMachine
 
 from evictable.impl.block_pool import BlockPool
+from evictable.proofs.base.records import Status
 from evictable.proofs.controls.bug import SeededBug
-from evictable.proofs.obligations import Status
 
 __all__ = ["MAX_CALLS", "Hunt", "Verdict", "engines_for", "hunt", "machine_for"]
 
@@ -98,8 +98,8 @@ def _timed(name: str, run: Callable[[], tuple[bool, int | None, str]]) -> Verdic
 
 
 def _explore_manager(bug: SeededBug, seed: int) -> Verdict:
+    from evictable.proofs.base.profiles import profile
     from evictable.proofs.explore.manager import explore
-    from evictable.proofs.policies import profile
 
     p = profile(bug.policy)
     bounds = p.faults["default"] if bug.faults else p.check
@@ -129,8 +129,8 @@ def _conformance(bug: SeededBug, seed: int) -> Verdict:
 
 
 def _long_run(bug: SeededBug, seed: int) -> Verdict:
+    from evictable.proofs.base.profiles import profile
     from evictable.proofs.lockstep.long_run import long_run
-    from evictable.proofs.policies import profile
 
     steps, keys, blocks = profile(bug.policy).long_run or (5000, 5, 4)
 

@@ -23,7 +23,8 @@ from evictable.model.errors import DuplicateKeysError, NotLoadingError
 from evictable.model.lifecycle import CpuEvent, CpuState
 from evictable.model.types import Key, PrepareStoreOutput
 from evictable.model.validate import check_keys, check_keys_and_success, touch_keys
-from evictable.proofs.controls.bug import Factory, SeededBug
+from evictable.proofs.base.protocol import Factory
+from evictable.proofs.controls.bug import SeededBug
 
 __all__ = [
     "MANAGER_BUGS",

@@ -27,6 +27,7 @@ from typing import Any
 from evictable.model.arc import ModelArc
 from evictable.model.invariants import PY_LOGIC
 from evictable.model.types import Key
+from evictable.proofs.base.records import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.controls import arc_models as controls
 from evictable.proofs.explore.arc_search import (
     Edge,
@@ -36,7 +37,6 @@ from evictable.proofs.explore.arc_search import (
     World,
     explore,
 )
-from evictable.proofs.obligations import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.z3.arc import RELATIONS, KeyView, Params, Relation
 
 __all__ = ["BOUNDS", "obligations"]

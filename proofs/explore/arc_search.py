@@ -30,8 +30,8 @@ from typing import cast
 
 from evictable.model.arc import ModelArc
 from evictable.model.types import ArcPolicySnapshot, Key
+from evictable.proofs.base.records import DeadlineExceeded
 from evictable.proofs.explore.engine import Expansion, Found, search
-from evictable.proofs.obligations import DeadlineExceeded
 
 __all__ = ["ArcSubject", "Edge", "ExploreReport", "World", "explore"]
 

@@ -52,15 +52,16 @@ from evictable.model.lifecycle import (
 )
 from evictable.model.manager import ModelManager
 from evictable.model.types import BlockId, Key, ManagerSnapshot
+from evictable.proofs.base.bounds import Bounds
+from evictable.proofs.base.compare import Reply
+from evictable.proofs.base.levels import Level
+from evictable.proofs.base.protocol import Factory
+from evictable.proofs.base.records import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.controls.tables import dead_row_table, gpu_dead_row_table
 from evictable.proofs.explore.engine import Expansion, Found, search
-from evictable.proofs.explore.manager_subject import Bounds, Context, ManagerSubject
+from evictable.proofs.explore.manager_subject import Context, ManagerSubject
 from evictable.proofs.explore.ops import Op, invoke
 from evictable.proofs.explore.state import encode
-from evictable.proofs.explore.trace import Factory
-from evictable.proofs.lockstep.compare import Reply
-from evictable.proofs.obligations import Kind, Obligation, Outcome, Status, proved, refuted
-from evictable.proofs.registry import Level
 
 __all__ = [
     "BOUNDS",

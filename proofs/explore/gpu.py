@@ -18,7 +18,7 @@ Two subjects of the one engine (`explore.engine.search`), built by replay
   reset, `get_num_free_blocks`, cursors, iteration, and refused constructors.
 
 Every action is made on the model and the implementation and judged by the one
-comparator (`lockstep.compare.judge`: results, error identity, all-or-nothing); every
+comparator (`base.compare.judge`: results, error identity, all-or-nothing); every
 state is checked (equal snapshots, the model's invariants, the implementation's
 `check_invariants()`). States are identified up to link generation numbers (which
 matter only through "is the cursor still at its link"): the first failure comes
@@ -39,6 +39,9 @@ from evictable.impl.free_queue import FreeKVCacheBlockQueue, KVCacheBlock
 from evictable.model.block_pool import ModelBlockPool, check_pool_snapshot
 from evictable.model.free_queue import ModelFreeQueue, check_queue_snapshot
 from evictable.model.types import BlockId
+from evictable.proofs.base.compare import describe, invoke
+from evictable.proofs.base.levels import Level
+from evictable.proofs.base.records import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.controls.gpu import SEEDED_POOLS, SEEDED_QUEUES
 from evictable.proofs.explore.engine import Result, search
 from evictable.proofs.explore.gpu_scan import (
@@ -52,9 +55,6 @@ from evictable.proofs.explore.gpu_scan import (
     scan_key,
 )
 from evictable.proofs.explore.replay_subject import ReplaySubject
-from evictable.proofs.lockstep.compare import describe, invoke
-from evictable.proofs.obligations import Kind, Obligation, Outcome, Status, proved, refuted
-from evictable.proofs.registry import Level
 
 __all__ = [
     "Act",

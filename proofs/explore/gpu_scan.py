@@ -17,7 +17,7 @@ from typing import Any
 from evictable.impl.free_queue import Cursor, FreeKVCacheBlockQueue, KVCacheBlock
 from evictable.model.free_queue import ModelCursor, ModelFreeQueue
 from evictable.model.types import BlockId
-from evictable.proofs.lockstep.compare import Reply, invoke, judge
+from evictable.proofs.base.compare import Reply, invoke, judge
 
 __all__ = [
     "NEXT",

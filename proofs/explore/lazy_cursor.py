@@ -41,6 +41,8 @@ from dataclasses import replace
 
 from evictable.impl.lazy_offload import LazyOffloadScanner
 from evictable.model.lazy_offload import ModelLazyOffload, StartKind, Validation
+from evictable.proofs.base.levels import Level
+from evictable.proofs.base.records import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.controls.scanners import SEEDED_SCANNERS
 from evictable.proofs.explore.lazy import (
     Bounds,
@@ -51,8 +53,6 @@ from evictable.proofs.explore.lazy import (
     no_stall_check,
 )
 from evictable.proofs.explore.lazy_impl import lockstep_search
-from evictable.proofs.obligations import Kind, Obligation, Outcome, Status, proved, refuted
-from evictable.proofs.registry import Level
 from evictable.proofs.z3 import lazy as lazy_z3
 
 __all__ = ["BOUNDS", "UNLINK_BOUNDS", "obligations", "search_all"]

@@ -15,11 +15,11 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from evictable.impl.lazy_offload import LazyOffloadScanner
+from evictable.proofs.base.levels import Level
+from evictable.proofs.base.records import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.explore.engine import Result
 from evictable.proofs.explore.lazy import Action, Bounds
 from evictable.proofs.explore.lazy_impl import lockstep_search
-from evictable.proofs.obligations import Kind, Obligation, Outcome, Status, proved, refuted
-from evictable.proofs.registry import Level
 
 __all__ = ["BOUNDS", "FIXED", "FixedCapacity0", "FixedCapacity1", "fixed_capacity_search"]
 

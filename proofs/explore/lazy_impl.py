@@ -5,7 +5,7 @@ side: every state carries the model (scanner and pool) and an implementation
 (`impl.block_pool.BlockPool` under any scanner class) in the same state, and
 every action enabled in the state -- the calls the pool or the scanner refuse
 included -- is made on a copy of both and judged by the one comparator
-(`lockstep.compare.judge`): the same result, the same error (type and
+(`base.compare.judge`): the same result, the same error (type and
 attributes), nothing changed on an error, equal pool and scanner snapshots, and
 the implementation's own `check_invariants()`. Copies are pickle round trips of
 the state's implementation; a copy a refused call left unchanged serves the next
@@ -24,6 +24,7 @@ from typing import Any
 from evictable.impl.block_pool import BlockPool
 from evictable.impl.lazy_offload import LazyOffloadScanner
 from evictable.model.lazy_offload import ModelLazyOffload, Validation
+from evictable.proofs.base.compare import Reply, describe, invoke, judge
 from evictable.proofs.explore.engine import Expansion, Found, Result, search
 from evictable.proofs.explore.lazy import (
     Action,
@@ -36,7 +37,6 @@ from evictable.proofs.explore.lazy import (
     initial,
     key,
 )
-from evictable.proofs.lockstep.compare import Reply, describe, invoke, judge
 
 __all__ = ["ImplSide", "LockstepSubject", "lockstep_search"]
 

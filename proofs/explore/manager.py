@@ -32,19 +32,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from evictable.proofs.base.bounds import Bounds
+from evictable.proofs.base.compare import Kind as FindingKind
+from evictable.proofs.base.contract import DEFAULT, Contract
+from evictable.proofs.base.faults import HOOKS
+from evictable.proofs.base.findings import snippet as render_snippet
+from evictable.proofs.base.guard import StepTimeout, step_guard
+from evictable.proofs.base.levels import Level
+from evictable.proofs.base.profiles import profile, verified_policies
+from evictable.proofs.base.protocol import Factory
+from evictable.proofs.base.records import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.controls.manager import NoPolicyRollbackOnFault, non_atomic_complete_load
 from evictable.proofs.explore.engine import Result, search
-from evictable.proofs.explore.manager_subject import Bounds, ManagerSubject
+from evictable.proofs.explore.manager_subject import ManagerSubject
 from evictable.proofs.explore.ops import Op
-from evictable.proofs.explore.trace import Factory
-from evictable.proofs.lockstep.compare import Kind as FindingKind
-from evictable.proofs.lockstep.contract import DEFAULT, Contract
-from evictable.proofs.lockstep.faults import HOOKS
-from evictable.proofs.lockstep.findings import snippet as render_snippet
-from evictable.proofs.lockstep.guard import StepTimeout, step_guard
-from evictable.proofs.obligations import Kind, Obligation, Outcome, Status, proved, refuted
-from evictable.proofs.policies import profile, verified_policies
-from evictable.proofs.registry import Level
 
 __all__ = [
     "Bounds",
@@ -98,7 +99,7 @@ class Failure:
     op: Op | None
     snippet: str
     kind: FindingKind = FindingKind.STATE
-    """The finding's class (`lockstep.compare.Kind`)."""
+    """The finding's class (`base.compare.Kind`)."""
 
     def text(self) -> str:
         n = len(self.path) + (self.op is not None)
@@ -167,7 +168,7 @@ def explore(
     """Explore every state reachable within `bounds`; see the module docstring.
 
     `deadline` (a `time.monotonic()` value): stop there, incomplete. `contract`: what
-    the implementation is held to (`lockstep.contract`); `masked`: finding classes
+    the implementation is held to (`base.contract`); `masked`: finding classes
     already reported, whose edges are not followed (so that a rerun finds the next
     class, again with a shortest trace)."""
     bounds.check()
@@ -249,7 +250,7 @@ def _explore_check(bounds: Bounds, factory: Factory | None) -> Callable[[float],
 
 
 def obligations(level: Level) -> list[Obligation]:
-    """`explore.<policy>` for every verified policy (`proofs.policies`), each with a
+    """`explore.<policy>` for every verified policy (`proofs.base.profiles`), each with a
     negative control: a seeded non-atomic implementation that must be caught; and
     `explore.<policy>.faults`, the same with the fault alphabet (a fault at call 1 or
     2 of every hook an op reaches, at its entry and after its body), whose control

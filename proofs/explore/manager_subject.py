@@ -27,18 +27,14 @@ import math
 import pickle
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from evictable.model.manager import MODEL_POLICIES, ModelManager
+from evictable.model.manager import ModelManager
 from evictable.model.types import ManagerSnapshot
-from evictable.proofs.explore.engine import Expansion, Found
-from evictable.proofs.explore.ops import Alphabet, Op, invoke
-from evictable.proofs.explore.state import Code, encode, mentioned_keys
-from evictable.proofs.explore.trace import Factory
-from evictable.proofs.lockstep.compare import Kind, Mismatch, describe, diff
-from evictable.proofs.lockstep.contract import DEFAULT, Contract
-from evictable.proofs.lockstep.cpu_contract import (
+from evictable.proofs.base.bounds import Bounds
+from evictable.proofs.base.compare import Kind, Mismatch, describe, diff
+from evictable.proofs.base.contract import DEFAULT, Contract
+from evictable.proofs.base.cpu_contract import (
     ObservationError,
     Side,
     counters,
@@ -49,52 +45,18 @@ from evictable.proofs.lockstep.cpu_contract import (
     pair,
     refused_by_table,
 )
-from evictable.proofs.lockstep.faults import PLAN, InjectedFault, fault_policy_name
-from evictable.proofs.lockstep.guard import STEP_BOUND_S, step_guard
+from evictable.proofs.base.faults import PLAN, InjectedFault, fault_policy_name
+from evictable.proofs.base.guard import STEP_BOUND_S, step_guard
+from evictable.proofs.base.protocol import Factory
+from evictable.proofs.explore.engine import Expansion, Found
+from evictable.proofs.explore.ops import Alphabet, Op, invoke
+from evictable.proofs.explore.state import Code, encode, mentioned_keys
 
-__all__ = ["FAULT_CALLS", "Bounds", "Context", "ManagerSubject", "Payload"]
+__all__ = ["FAULT_CALLS", "Context", "ManagerSubject", "Payload"]
 
 FAULT_CALLS = 2
 """With `Bounds.faults`: a fault is injected at each of the first this many calls of a
 hook an op reaches."""
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """The size of the explored world. `events` is the most pending events a state
-    may hold (0: events off); successors beyond it are checked but not expanded."""
-
-    slots: int = 2
-    keys: int = 3
-    max_ref: int = 2
-    batch: int = 2
-    policy: str = "lru"
-    events: int = 0
-    faults: bool = False
-    """Also inject a fault at call k (1, 2) of every hook an op reaches, at the hook's
-    entry and after its body (the implementation then runs its policy's
-    fault-injecting variant, `lockstep.faults`)."""
-
-    def describe(self) -> str:
-        ev = f"events<={self.events}" if self.events else "events off"
-        faults = " faults at call 1-2 of every hook" if self.faults else ""
-        return (
-            f"policy={self.policy} slots={self.slots} keys={self.keys} "
-            f"max_ref={self.max_ref} batch={self.batch} {ev}{faults}"
-        )
-
-    def check(self) -> None:
-        """Raise `ValueError` for bounds the explorer cannot use."""
-        for name in ("slots", "keys", "max_ref", "batch", "events"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise ValueError(f"bound {name} must be a non-negative int, got {v!r}")
-        if not 1 <= self.keys <= 26:
-            raise ValueError(f"keys must be in 1..26, got {self.keys}")
-        if self.max_ref < 1:
-            raise ValueError("max_ref must be at least 1")
-        if self.policy not in MODEL_POLICIES:
-            raise ValueError(f"unknown policy {self.policy!r}; known: {sorted(MODEL_POLICIES)}")
 
 
 class Context:

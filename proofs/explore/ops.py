@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evictable.model.types import Key
-from evictable.proofs.lockstep.compare import Reply
-from evictable.proofs.lockstep.compare import invoke as call
+from evictable.proofs.base.compare import Reply
+from evictable.proofs.base.compare import invoke as call
 
 __all__ = ["KEY_NAMES", "Alphabet", "Op", "invoke"]
 

@@ -6,7 +6,7 @@ checked. A `ReplaySubject` therefore hands the engine each state as the path of
 actions that reaches it, rebuilds the state by replaying the path on a fresh
 world (model and implementation side by side), checks it, and makes every action
 of its alphabet on a rebuilt world, comparing both sides through the one
-comparator (`lockstep.compare.judge`, in the world's `apply`).
+comparator (`base.compare.judge`, in the world's `apply`).
 
 An action that changes nothing (an error, a query) leaves the working world in use
 for the next action, so a state costs one replay per state-changing edge; when the

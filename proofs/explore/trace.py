@@ -8,26 +8,16 @@ the model's reply; the last call carries the expected (model) and observed
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from evictable.proofs.base.compare import Reply, describe
+from evictable.proofs.base.findings import factory_source
+from evictable.proofs.base.guard import StepTimeout, step_guard
+from evictable.proofs.base.protocol import Factory
 from evictable.proofs.explore.ops import Op, invoke
-from evictable.proofs.lockstep.compare import Reply, describe
-from evictable.proofs.lockstep.guard import StepTimeout, step_guard
 
-__all__ = ["Factory", "factory_source", "render_snippet"]
-
-Factory = Callable[[int, str, bool], Any]
-"""`(num_blocks, policy, enable_events) -> adapter` (the conformance adapter protocol)."""
-
-
-def factory_source(factory: object) -> tuple[str, str]:
-    """An import line and the callable's name, for a snippet that calls `factory`."""
-    mod = getattr(factory, "__module__", None)
-    name = getattr(factory, "__qualname__", None)
-    if isinstance(mod, str) and isinstance(name, str) and mod != "__main__" and name.isidentifier():
-        return f"from {mod} import {name}", name
-    return "factory = ...  # the factory under test", "factory"
+__all__ = ["render_snippet"]
 
 
 def render_snippet(

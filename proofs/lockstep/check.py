@@ -10,7 +10,7 @@
    edge that shows one is not followed) and looks for the next, until a round finds
    nothing new (or `rounds` rounds ran);
 
-and groups the findings of both by class (`lockstep.findings.group`: the shortest
+and groups the findings of both by class (`base.findings.group`: the shortest
 trace of each class wins, whichever engine found it). The pytest entry point
 (`lockstep.pytest_plugin`) and the command line both call it.
 """
@@ -20,12 +20,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from evictable.proofs.explore.manager import Bounds, Exploration, explore
-from evictable.proofs.lockstep.compare import Kind
+from evictable.proofs.base.bounds import Bounds
+from evictable.proofs.base.compare import Kind
+from evictable.proofs.base.contract import Contract
+from evictable.proofs.base.findings import Finding, group
+from evictable.proofs.base.protocol import Factory
+from evictable.proofs.explore.manager import Exploration, explore
 from evictable.proofs.lockstep.conformance import ConformanceRecord, run_conformance
-from evictable.proofs.lockstep.contract import Contract
-from evictable.proofs.lockstep.findings import Finding, group
-from evictable.proofs.lockstep.manager import AdapterFactory
 
 __all__ = ["ManagerCheck", "check_manager", "explore_findings"]
 
@@ -52,7 +53,7 @@ class ManagerCheck:
 
 def explore_findings(
     bounds: Bounds,
-    factory: AdapterFactory,
+    factory: Factory,
     contract: Contract,
     workers: int = 2,
     rounds: int = 8,
@@ -83,7 +84,7 @@ def explore_findings(
 
 
 def check_manager(
-    factory: AdapterFactory,
+    factory: Factory,
     policy: str,
     contract: Contract,
     examples: int = 200,

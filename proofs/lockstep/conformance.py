@@ -12,10 +12,10 @@ step it compares results, errors and snapshots (docs/conformance.md).
 * `make_machine(factory, policy)` -- the machine class, for pytest (`.TestCase`).
 * `run_conformance(factory, policy, examples, steps, seed, contract=...)` -- a run
   without pytest, returning a `ConformanceRecord`. The run holds the adapter to a
-  `lockstep.contract.Contract` (by default the one the factory declares, else the
+  `base.contract.Contract` (by default the one the factory declares, else the
   exact contract) and continues past a finding: each example that diverges is
   recorded and abandoned, the next one starts afresh, and at the end the shortest
-  failure of each class (`lockstep.findings`) is shrunk by replaying candidate
+  failure of each class (`base.findings`) is shrunk by replaying candidate
   action sequences without Hypothesis (`evictable.proofs.lockstep.shrink`). The
   record holds one `Finding` per class, each with its shortest trace as Python calls
   annotated with both sides' answers and as a runnable snippet.
@@ -31,32 +31,20 @@ import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal
 
 from hypothesis import Phase
 from hypothesis import seed as hypothesis_seed
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
 from evictable.model.manager import MODEL_POLICIES
-from evictable.model.types import (
-    Key,
-    LookupResult,
-    ManagerSnapshot,
-    OffloadingEvent,
-    PrepareStoreOutput,
-)
-from evictable.proofs.controls.manager import key_by_key
-from evictable.proofs.lockstep.compare import Kind as FindingKind
-from evictable.proofs.lockstep.contract import DEFAULT, Contract, ContractError, resolve
-from evictable.proofs.lockstep.copies import MODES, copy_modes
-from evictable.proofs.lockstep.faults import PLAN, fault_policy_name
-from evictable.proofs.lockstep.findings import Finding, snippet
-from evictable.proofs.lockstep.inputs import KEYS
-from evictable.proofs.lockstep.machine import build_machine
-from evictable.proofs.lockstep.manager import Action, AdapterFactory, ConformanceFailure, replay
-from evictable.proofs.lockstep.settings import engine_settings
-from evictable.proofs.lockstep.shrink import shrink
-from evictable.proofs.obligations import (
+from evictable.proofs.base.compare import Kind as FindingKind
+from evictable.proofs.base.contract import DEFAULT, Contract, ContractError, resolve
+from evictable.proofs.base.faults import PLAN, fault_policy_name
+from evictable.proofs.base.findings import Finding, snippet
+from evictable.proofs.base.profiles import profile, verified_policies
+from evictable.proofs.base.protocol import ADAPTER_API, BLACK_BOX_API, Factory
+from evictable.proofs.base.records import (
     DeadlineExceeded,
     Kind,
     Obligation,
@@ -65,58 +53,28 @@ from evictable.proofs.obligations import (
     proved,
     refuted,
 )
-from evictable.proofs.policies import profile, verified_policies
+from evictable.proofs.controls.manager import key_by_key
+from evictable.proofs.lockstep.arc_rules import ArcRules
+from evictable.proofs.lockstep.copies import MODES, copy_modes
+from evictable.proofs.lockstep.inputs import KEYS
+from evictable.proofs.lockstep.machine import build_machine
+from evictable.proofs.lockstep.manager import Action, ConformanceFailure, replay
+from evictable.proofs.lockstep.settings import engine_settings
+from evictable.proofs.lockstep.shrink import shrink
 
 __all__ = [
-    "ADAPTER_API",
+    "POLICY_RULES",
     "SIZES",
-    "AdapterFactory",
     "ConformanceFailure",
     "ConformanceRecord",
-    "ManagerAdapter",
     "make_machine",
     "obligations",
     "run_conformance",
 ]
 
 
-@runtime_checkable
-class ManagerAdapter(Protocol):
-    """What the engine calls on an implementation (docs/semantics.md, "The CPU manager").
-
-    An optional `check_invariants() -> None` (raising on inconsistency) is called
-    after every step when present.
-    """
-
-    @property
-    def num_evictable(self) -> int: ...
-    @property
-    def num_pending(self) -> int: ...
-    def lookup(self, key: Key) -> LookupResult: ...
-    def prepare_store(self, keys: Sequence[Key]) -> PrepareStoreOutput | None: ...
-    def complete_store(self, keys: Sequence[Key], success: bool = True) -> list[Key]: ...
-    def prepare_load(self, keys: Sequence[Key]) -> list[int]: ...
-    def complete_load(self, keys: Sequence[Key]) -> None: ...
-    def touch(self, keys: Sequence[Key]) -> None: ...
-    def reset_cache(self) -> None: ...
-    def take_events(self) -> list[OffloadingEvent]: ...
-    def snapshot(self) -> ManagerSnapshot: ...
-
-
-BLACK_BOX_API: tuple[str, ...] = (
-    "lookup",
-    "prepare_store",
-    "complete_store",
-    "prepare_load",
-    "complete_load",
-    "touch",
-    "reset_cache",
-    "take_events",
-)
-"""Attribute names every adapter must have, black box included."""
-
-ADAPTER_API: tuple[str, ...] = (*BLACK_BOX_API, "snapshot", "num_evictable", "num_pending")
-"""Attribute names an adapter checked with snapshots must have."""
+POLICY_RULES: dict[str, type] = {"arc": ArcRules}
+"""Extra conformance rules of the built-in policies (a profile's own `rules` wins)."""
 
 SIZES: dict[str, tuple[int, int]] = {
     "quick": (50, 30),
@@ -203,7 +161,7 @@ class ConformanceRecord:
         return Outcome(Status.ERROR, self.reason)
 
 
-def _probe_faults(factory: AdapterFactory, policy: str) -> bool:
+def _probe_faults(factory: Factory, policy: str) -> bool:
     """True if `factory` builds its policy by name through `impl.policies.factory`."""
     name = fault_policy_name(policy)
     if name is None:
@@ -220,7 +178,7 @@ def _probe_faults(factory: AdapterFactory, policy: str) -> bool:
 
 
 def make_machine(
-    factory: AdapterFactory,
+    factory: Factory,
     policy: str = "lru",
     inject_faults: bool | None = None,
     contract: Contract = DEFAULT,
@@ -253,7 +211,7 @@ def make_machine(
     machine = build_machine(
         factory, policy, fault_policy_name(policy) if faults else None, PLAN, contract, collect
     )
-    mixin = profile(policy).rules if not contract.black_box else None
+    mixin = None if contract.black_box else profile(policy).rules or POLICY_RULES.get(policy)
     return machine if mixin is None else type(machine.__name__, (mixin, machine), {})
 
 
@@ -279,7 +237,7 @@ def _preflight(factory: object, policy: str, contract: Contract = DEFAULT) -> st
 
 
 def run_conformance(
-    factory: AdapterFactory,
+    factory: Factory,
     policy: str = "lru",
     examples: int = 200,
     steps: int = 50,
@@ -372,7 +330,7 @@ def run_conformance(
 
 
 def _shrunk(
-    factory: AdapterFactory,
+    factory: Factory,
     policy: str,
     fault_policy: str | None,
     contract: Contract,
@@ -412,7 +370,7 @@ def _shrunk(
 # ------------------------------------------------------------------ obligations
 
 
-def _impl_factory() -> AdapterFactory:
+def _impl_factory() -> Factory:
     from evictable.impl.manager import CPUOffloadingManager
 
     return CPUOffloadingManager

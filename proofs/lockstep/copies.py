@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn, Protocol
 
 from evictable.impl.policies.base import CachePolicy
-from evictable.proofs.lockstep.compare import diff
+from evictable.proofs.base.compare import diff
 from evictable.proofs.lockstep.failures import Copy, TraceLine
 
 __all__ = ["MODES", "Copy", "apply_copy", "copy_modes", "roundtrip"]

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from evictable.proofs.lockstep.compare import Kind
+from evictable.proofs.base.compare import Kind
 from evictable.proofs.lockstep.inputs import Call
 
 __all__ = [

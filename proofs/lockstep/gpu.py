@@ -5,9 +5,9 @@ outcomes (result, or error type and attributes), records the trace, checks that 
 call that raised changed neither side, and steps the live `iter_blocks_after`
 iterators. The machines themselves are in `lockstep.gpu_machines` and `lockstep.lazy_machine`.
 Every call (and every observation of both sides) runs under the per-step
-wall-clock bound of `lockstep.guard`.
+wall-clock bound of `base.guard`.
 
-Every machine class carries a `lockstep.contract.Contract` (`contract`): its error
+Every machine class carries a `base.contract.Contract` (`contract`): its error
 contract decides what counts as the same error; without `invalid` calls a call the
 model refuses is not made on the implementation at all; the safety contract compares
 states without this project's link generations (`project`); a black box is observed
@@ -33,10 +33,10 @@ from evictable.model.block_pool import BlockPoolSnapshot
 from evictable.model.errors import LifecycleError, StaleCursorError
 from evictable.model.free_queue import FreeQueueSnapshot
 from evictable.model.types import BlockId
-from evictable.proofs.lockstep.compare import Kind, Reply, describe, invoke, judge
-from evictable.proofs.lockstep.contract import DEFAULT, Contract
-from evictable.proofs.lockstep.guard import StepTimeout, step_guard
-from evictable.proofs.obligations import check_deadline
+from evictable.proofs.base.compare import Kind, Reply, describe, invoke, judge
+from evictable.proofs.base.contract import DEFAULT, Contract
+from evictable.proofs.base.guard import StepTimeout, step_guard
+from evictable.proofs.base.records import check_deadline
 
 __all__ = [
     "MAX_ITERS",
@@ -189,7 +189,7 @@ class LockStep(RuleBasedStateMachine):
             self.fail(f"{label}: a snapshot raised {type(exc).__name__}: {exc}")
 
     def guarded(self, label: str, fn: Callable[[], T]) -> T:
-        """`fn()` under the per-step wall-clock bound (`lockstep.guard`): a call that
+        """`fn()` under the per-step wall-clock bound (`base.guard`): a call that
         does not return in time fails the run, with its trace."""
         try:
             with step_guard():

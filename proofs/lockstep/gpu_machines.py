@@ -19,14 +19,14 @@ from hypothesis import Phase
 from hypothesis import seed as hypothesis_seed
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
+from evictable.proofs.base.guard import guard_session
+from evictable.proofs.base.levels import Level
+from evictable.proofs.base.records import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.controls.gpu import SEEDED_POOLS, SEEDED_QUEUES
 from evictable.proofs.lockstep.gpu import GpuConformanceFailure
-from evictable.proofs.lockstep.guard import guard_session
 from evictable.proofs.lockstep.pool_machine import PoolFactory, pool_machine
 from evictable.proofs.lockstep.queue_machine import QueueFactory, queue_machine
 from evictable.proofs.lockstep.settings import engine_settings
-from evictable.proofs.obligations import Kind, Obligation, Outcome, Status, proved, refuted
-from evictable.proofs.registry import Level
 
 __all__ = [
     "BUDGET",

@@ -36,11 +36,11 @@ from typing import Any
 from evictable.model.block_pool import ModelBlockPool, check_pool_snapshot
 from evictable.model.lazy_offload import ModelLazyOffload, Validation, needs_offload, no_stall_bound
 from evictable.model.types import BlockId
+from evictable.proofs.base.compare import Kind, Mismatch, Reply, describe, invoke, judge
+from evictable.proofs.base.contract import Contract
+from evictable.proofs.base.findings import Finding, factory_source
 from evictable.proofs.explore.engine import Expansion, Found, search
 from evictable.proofs.explore.lazy import Action, Bounds, actions, apply, apply_impl
-from evictable.proofs.lockstep.compare import Kind, Mismatch, Reply, describe, invoke, judge
-from evictable.proofs.lockstep.contract import Contract
-from evictable.proofs.lockstep.findings import Finding, factory_source
 from evictable.proofs.lockstep.gpu import project
 
 __all__ = ["Capacity", "FollowingScanner", "LazyCheck", "check_lazy"]

@@ -3,7 +3,7 @@
 Pool operations (allocate, prefix-hit touch, free, cache a block in use, reset of
 the prefix cache) interleave with scanner steps, completions and aborts in any
 order, plus bad input (among it caching a free block, which the pool refuses).
-Every call goes through the one comparator (`lockstep.compare.judge`): same
+Every call goes through the one comparator (`base.compare.judge`): same
 results, same errors (type and attributes), nothing changed on an error, equal
 pool and scanner snapshots. After every rule: scan completeness and every scanner
 and pool invariant on the model, `check_invariants()` on the implementation.
@@ -26,7 +26,7 @@ from evictable.impl.lazy_offload import LazyOffloadScanner
 from evictable.model.block_pool import ModelBlockPool, check_pool_snapshot
 from evictable.model.lazy_offload import ModelLazyOffload, check_scan, require_capacity
 from evictable.model.types import BlockId
-from evictable.proofs.lockstep.compare import Reply, describe, diff, invoke
+from evictable.proofs.base.compare import Reply, describe, diff, invoke
 from evictable.proofs.lockstep.gpu import LockStep, keep_message
 
 __all__ = ["PoolFactory", "ScannerFactory", "lazy_machine"]

@@ -9,7 +9,7 @@ many steps as asked, over `keys` keys and `num_blocks` blocks, with a call mix
 heavy in touches and short loads. A divergence is shrunk by replay
 (`lockstep.shrink`) and reported with its trace and the seed that reproduces it.
 
-`proofs.policies` gives each policy its long-run size (`PolicyProfile.long_run`).
+`proofs.base.profiles` gives each policy its long-run size (`PolicyProfile.long_run`).
 """
 
 from __future__ import annotations
@@ -21,20 +21,14 @@ from dataclasses import dataclass
 
 from evictable.model.lifecycle import CpuState
 from evictable.model.types import Key
-from evictable.proofs.lockstep.faults import PLAN
+from evictable.proofs.base.faults import PLAN
+from evictable.proofs.base.levels import Level
+from evictable.proofs.base.profiles import profile, verified_policies
+from evictable.proofs.base.protocol import Factory
+from evictable.proofs.base.records import Kind, Obligation, Outcome, proved, refuted
 from evictable.proofs.lockstep.inputs import KEYS, Call
-from evictable.proofs.lockstep.manager import (
-    AdapterFactory,
-    ConformanceFailure,
-    LockStep,
-    Start,
-    Step,
-    replay,
-)
+from evictable.proofs.lockstep.manager import ConformanceFailure, LockStep, Start, Step, replay
 from evictable.proofs.lockstep.shrink import shrink
-from evictable.proofs.obligations import Kind, Obligation, Outcome, proved, refuted
-from evictable.proofs.policies import profile, verified_policies
-from evictable.proofs.registry import Level
 
 __all__ = ["DEFAULT_SIZE", "LongRun", "long_run", "obligations"]
 
@@ -132,7 +126,7 @@ def _next_call(lock: LockStep, rnd: random.Random, keys: tuple[Key, ...], regime
 
 
 def long_run(
-    factory: AdapterFactory,
+    factory: Factory,
     policy: str,
     steps: int,
     seed: int = 0,
@@ -173,7 +167,7 @@ def _check(
         from evictable.impl.manager import CPUOffloadingManager
         from evictable.proofs.controls.manager import key_by_key
 
-        factory: AdapterFactory = CPUOffloadingManager
+        factory: Factory = CPUOffloadingManager
         if broken:
             factory = key_by_key(factory, "complete_load")
         out = long_run(factory, policy, steps, 0, keys, blocks)

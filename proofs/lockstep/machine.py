@@ -17,9 +17,10 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from evictable.model.lifecycle import CpuState
 from evictable.model.types import Key
-from evictable.proofs.lockstep.contract import DEFAULT, Contract
+from evictable.proofs.base.contract import DEFAULT, Contract
+from evictable.proofs.base.faults import HOOKS, FaultPlan
+from evictable.proofs.base.protocol import Factory
 from evictable.proofs.lockstep.copies import MODES, Copy, copy_modes
-from evictable.proofs.lockstep.faults import HOOKS, FaultPlan
 from evictable.proofs.lockstep.inputs import (
     BAD_ENABLE_EVENTS,
     BAD_NUM_BLOCKS,
@@ -29,15 +30,7 @@ from evictable.proofs.lockstep.inputs import (
     bad_lookup_calls,
     bad_success_calls,
 )
-from evictable.proofs.lockstep.manager import (
-    AdapterFactory,
-    Construct,
-    Fault,
-    LockStep,
-    RunStats,
-    Start,
-    Step,
-)
+from evictable.proofs.lockstep.manager import Construct, Fault, LockStep, RunStats, Start, Step
 
 __all__ = ["MAX_BLOCKS", "NUM_BLOCKS", "UNKNOWN_POLICY", "build_machine"]
 
@@ -73,7 +66,7 @@ _BAD_SCALAR_INDEX = st.integers(0, len(bad_success_calls(()) + bad_lookup_calls(
 
 
 def build_machine(
-    factory: AdapterFactory,
+    factory: Factory,
     policy: str,
     fault_policy: str | None,
     plan: FaultPlan,
@@ -103,7 +96,7 @@ def build_machine(
 
 
 class _Machine(RuleBasedStateMachine):
-    factory: ClassVar[AdapterFactory]
+    factory: ClassVar[Factory]
     policy: ClassVar[str]
     fault_policy: ClassVar[str | None]
     plan: ClassVar[FaultPlan]

@@ -5,8 +5,8 @@ A `LockStep` holds the reference manager and an implementation built by a factor
 `Start` (build both sides), `Step` (one manager call), `Fault` (one call on the
 implementation with a policy hook armed to raise) and `Construct` (a constructor
 call with bad arguments, which both sides must reject). Every call and every
-comparison goes through `lockstep.cpu_contract` under the run's
-`lockstep.contract.Contract`, so that the same code serves the exact contract, the
+comparison goes through `base.cpu_contract` under the run's
+`base.contract.Contract`, so that the same code serves the exact contract, the
 safety contract and black-box runs:
 
 * results, or errors (both raise or neither; the error contract decides what counts
@@ -30,17 +30,16 @@ implementation: every example starts both sides afresh.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from evictable.model.errors import LifecycleError
 from evictable.model.lifecycle import CpuState
 from evictable.model.manager import ModelManager
 from evictable.model.types import Key, ManagerSnapshot
-from evictable.proofs.lockstep.compare import Kind, Mismatch, Reply, diff, invoke, same_error
-from evictable.proofs.lockstep.contract import DEFAULT, Contract
-from evictable.proofs.lockstep.copies import apply_copy
-from evictable.proofs.lockstep.cpu_contract import (
+from evictable.proofs.base.compare import Kind, Mismatch, Reply, diff, invoke, same_error
+from evictable.proofs.base.contract import DEFAULT, Contract
+from evictable.proofs.base.cpu_contract import (
     ObservationError,
     Side,
     judge_call,
@@ -51,6 +50,11 @@ from evictable.proofs.lockstep.cpu_contract import (
     pair,
     refused_by_table,
 )
+from evictable.proofs.base.faults import FaultPlan
+from evictable.proofs.base.guard import StepTimeout, step_guard
+from evictable.proofs.base.protocol import Factory
+from evictable.proofs.base.records import check_deadline
+from evictable.proofs.lockstep.copies import apply_copy
 from evictable.proofs.lockstep.failures import (
     Action,
     ConformanceFailure,
@@ -62,14 +66,10 @@ from evictable.proofs.lockstep.failures import (
     Step,
     TraceLine,
 )
-from evictable.proofs.lockstep.faults import FaultPlan
-from evictable.proofs.lockstep.guard import StepTimeout, step_guard
 from evictable.proofs.lockstep.inputs import KEYS, Call
-from evictable.proofs.obligations import check_deadline
 
 __all__ = [
     "Action",
-    "AdapterFactory",
     "ConformanceFailure",
     "Construct",
     "Copy",
@@ -81,9 +81,6 @@ __all__ = [
     "TraceLine",
     "replay",
 ]
-
-AdapterFactory = Callable[[int, str, bool], Any]
-"""`(num_blocks, policy, enable_events) -> adapter` (see `conformance.ManagerAdapter`)."""
 
 
 def _outcome(method: str, reply: Reply) -> str:
@@ -107,7 +104,7 @@ class LockStep:
 
     def __init__(
         self,
-        factory: AdapterFactory,
+        factory: Factory,
         policy: str,
         fault_policy: str | None,
         plan: FaultPlan,
@@ -209,7 +206,7 @@ class LockStep:
         """Apply one action to both sides and compare. Raises `ConformanceFailure`, or,
         with `collect`, records it and ignores the rest of the example.
 
-        The action runs under the per-step wall-clock bound (`lockstep.guard`): a call
+        The action runs under the per-step wall-clock bound (`base.guard`): a call
         that does not return in time is a failure with its trace, not a hang."""
         if self.diverged:
             return
@@ -395,7 +392,7 @@ def _invoke(target: Any, call: Call) -> Reply:
 
 
 def replay(
-    factory: AdapterFactory,
+    factory: Factory,
     policy: str,
     fault_policy: str | None,
     plan: FaultPlan,

@@ -8,7 +8,7 @@ held to the model exactly as the built-in ones are:
 
 * `own_table_name(policy)` registers (once) `"<policy>+own"`: a subclass of the
   implementation's class for `policy` (which may itself be a fault-injecting
-  variant, `lockstep.faults`) whose `shared_table()` is None;
+  variant, `base.faults`) whose `shared_table()` is None;
 * `PlainLru` (`"lru-plain"`): an LRU written on `CachePolicy`'s defaults only -- the
   per-key batch methods, the deep-copy `checkpoint` (`impl.block.sharing_records`),
   the attribute `rollback` -- with no table to share.
@@ -32,11 +32,11 @@ from evictable.impl.policies.base import CachePolicy
 from evictable.impl.policies.factory import create_policy, known_policies, register_policy
 from evictable.model.errors import InvalidArgumentError
 from evictable.model.types import Key, LruPolicySnapshot
-from evictable.proofs.explore.manager_subject import Bounds
-from evictable.proofs.explore.trace import Factory
-from evictable.proofs.lockstep.faults import SUFFIX, fault_policy_name
-from evictable.proofs.obligations import Kind, Obligation, Outcome, Status, proved, refuted
-from evictable.proofs.registry import Level
+from evictable.proofs.base.bounds import Bounds
+from evictable.proofs.base.faults import SUFFIX, fault_policy_name
+from evictable.proofs.base.levels import Level
+from evictable.proofs.base.protocol import Factory
+from evictable.proofs.base.records import Kind, Obligation, Outcome, Status, proved, refuted
 
 __all__ = [
     "PLAIN",
@@ -174,9 +174,9 @@ def obligations(level: Level) -> list[Obligation]:
     """`explore.<policy>.own_table` for every verified policy (its explorer bounds at
     `level`, with and without the fault alphabet) and `explore.lru.plain`, with a
     negative control: a manager whose own table keeps the keys of a failed store."""
+    from evictable.proofs.base.profiles import profile, verified_policies
     from evictable.proofs.controls.contract import OwnTableKeepsAborted
     from evictable.proofs.explore.manager import CONTROL_BOUNDS, explore
-    from evictable.proofs.policies import profile, verified_policies
 
     def check(bounds: Bounds, factory: Factory) -> Callable[[float], Outcome]:
         def run(_timeout_s: float) -> Outcome:

@@ -45,10 +45,10 @@ from evictable.impl.policies.factory import builtin_class
 from evictable.model.errors import InvalidArgumentError, InvariantViolationError
 from evictable.model.manager import MODEL_POLICIES
 from evictable.model.types import Key
-from evictable.proofs.lockstep.compare import Reply, invoke
+from evictable.proofs.base.compare import Reply, invoke
+from evictable.proofs.base.levels import Level
+from evictable.proofs.base.records import Kind, Obligation, Outcome, proved, refuted
 from evictable.proofs.lockstep.inputs import BAD_NUM_BLOCKS
-from evictable.proofs.obligations import Kind, Obligation, Outcome, proved, refuted
-from evictable.proofs.registry import Level
 
 __all__ = ["BAD_N", "policy_probe"]
 
@@ -432,8 +432,8 @@ def _probe(name: str, impl_cls: type[Any], runs: int, steps: int, seed: int) -> 
 def obligations(level: Level) -> list[Obligation]:
     """`probe.policy.<name>` for the built-in policies, with a negative control: an
     LRU whose eviction ignores the protected keys."""
+    from evictable.proofs.base.profiles import verified_policies
     from evictable.proofs.controls.policies import EvictionIgnoresProtected
-    from evictable.proofs.policies import verified_policies
 
     runs = {"quick": 60, "default": 200, "thorough": 1000}[level]
 

@@ -25,7 +25,7 @@ from evictable.impl.free_queue import Cursor, KVCacheBlock
 from evictable.model.block_pool import ModelBlockPool, check_pool_snapshot
 from evictable.model.free_queue import ModelCursor
 from evictable.model.types import BlockId
-from evictable.proofs.lockstep.contract import DEFAULT, Contract
+from evictable.proofs.base.contract import DEFAULT, Contract
 from evictable.proofs.lockstep.gpu import (
     MAX_ITERS,
     POOL_BLOCKS,

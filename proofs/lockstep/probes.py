@@ -30,11 +30,11 @@ from evictable.impl.policies.lru import LRUCachePolicy
 from evictable.model.errors import InvalidArgumentError, InvariantViolationError
 from evictable.model.manager import ModelManager
 from evictable.model.types import Key
-from evictable.proofs.lockstep.compare import invoke
+from evictable.proofs.base.compare import invoke
+from evictable.proofs.base.levels import Level
+from evictable.proofs.base.records import Kind, Obligation, Outcome, proved, refuted
 from evictable.proofs.lockstep.inputs import BAD_ENABLE_EVENTS, BAD_NUM_BLOCKS
 from evictable.proofs.lockstep.own_table import own_table_name
-from evictable.proofs.obligations import Kind, Obligation, Outcome, proved, refuted
-from evictable.proofs.registry import Level
 
 __all__ = [
     "BAD_ANSWERS",

@@ -32,8 +32,8 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from evictable.proofs.lockstep.contract import Contract, ContractError, resolve
-from evictable.proofs.lockstep.manager import AdapterFactory
+from evictable.proofs.base.contract import Contract, ContractError, resolve
+from evictable.proofs.base.protocol import Factory
 from evictable.proofs.lockstep.strategies import (
     call_sequences,
     calls,
@@ -93,7 +93,7 @@ def evictable_check(request: pytest.FixtureRequest) -> Callable[..., None]:
     seed = seed_for(request.config)
 
     def run(
-        factory: AdapterFactory,
+        factory: Factory,
         policy: str | None = None,
         *,
         contract: Contract | str | None = None,
@@ -105,9 +105,9 @@ def evictable_check(request: pytest.FixtureRequest) -> Callable[..., None]:
         steps: int | None = None,
         **choices: Any,
     ) -> None:
+        from evictable.proofs.base.profiles import profile
         from evictable.proofs.cli.check import findings_block
         from evictable.proofs.lockstep.check import check_manager
-        from evictable.proofs.policies import profile
 
         try:
             chosen = (

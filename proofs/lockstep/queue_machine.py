@@ -27,8 +27,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from evictable.impl.free_queue import Cursor, FreeKVCacheBlockQueue, KVCacheBlock
 from evictable.model.free_queue import ModelCursor, ModelFreeQueue, check_queue_snapshot
 from evictable.model.types import BlockId
-from evictable.proofs.lockstep.compare import describe, invoke
-from evictable.proofs.lockstep.contract import DEFAULT, Contract
+from evictable.proofs.base.compare import describe, invoke
+from evictable.proofs.base.contract import DEFAULT, Contract
 from evictable.proofs.lockstep.gpu import MAX_ITERS, UNIVERSE, LockStep, bare, ids_of, one_id
 
 __all__ = ["MUTATIONS", "QueueFactory", "queue_machine"]

@@ -28,8 +28,8 @@ from typing import Any
 
 from evictable.impl.free_queue import FreeKVCacheBlockQueue, KVCacheBlock
 from evictable.model.errors import InvariantViolationError, LifecycleError
-from evictable.proofs.obligations import Kind, Obligation, Outcome, proved, refuted
-from evictable.proofs.registry import Level
+from evictable.proofs.base.levels import Level
+from evictable.proofs.base.records import Kind, Obligation, Outcome, proved, refuted
 
 __all__ = ["CORRUPTIONS", "queue_probe"]
 

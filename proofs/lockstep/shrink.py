@@ -8,7 +8,7 @@ call into an earlier one of the same method (its keys appended), simplify the
 set-up (fewer blocks, events off, no fault policy), and drop keys from key lists,
 until nothing more can be removed or the time budget is spent. A failure
 that is a hanging call is shrunk under the short per-step bound of a guard session
-(`lockstep.guard`), so each replay that still hangs costs a fraction of a second.
+(`base.guard`), so each replay that still hangs costs a fraction of a second.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from evictable.proofs.lockstep.guard import guard_session
+from evictable.proofs.base.guard import guard_session
 from evictable.proofs.lockstep.inputs import Call
 from evictable.proofs.lockstep.manager import Action, ConformanceFailure, Fault, Start, Step
 

@@ -31,16 +31,11 @@ from typing import Any
 from hypothesis import strategies as st
 
 from evictable.model.types import Key
-from evictable.proofs.lockstep.contract import DEFAULT, Contract, KeySpace, resolve
-from evictable.proofs.lockstep.faults import PLAN
+from evictable.proofs.base.contract import DEFAULT, Contract, KeySpace, resolve
+from evictable.proofs.base.faults import PLAN
+from evictable.proofs.base.protocol import Factory
 from evictable.proofs.lockstep.inputs import KEYS, Call
-from evictable.proofs.lockstep.manager import (
-    AdapterFactory,
-    ConformanceFailure,
-    LockStep,
-    Start,
-    Step,
-)
+from evictable.proofs.lockstep.manager import ConformanceFailure, LockStep, Start, Step
 
 __all__ = ["call_sequences", "calls", "check_calls", "key_batches", "keys"]
 
@@ -91,7 +86,7 @@ def call_sequences(
 
 
 def check_calls(
-    factory: AdapterFactory,
+    factory: Factory,
     sequence: Sequence[Call],
     num_blocks: int = 3,
     policy: str = "lru",

@@ -35,8 +35,8 @@ from typing import Any
 
 from evictable.model.arc import target_after_b1_hit, target_after_b2_hit
 from evictable.model.invariants import Logic
+from evictable.proofs.base.records import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.controls.arc_models import floor_division_b1_hit
-from evictable.proofs.obligations import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.z3.solver import z3_sat, z3_valid
 
 __all__ = [

@@ -29,7 +29,8 @@ import z3
 
 from evictable.model import lifecycle
 from evictable.model.lifecycle import CpuEvent, CpuState, Machine
-from evictable.proofs.obligations import (
+from evictable.proofs.base.levels import Level
+from evictable.proofs.base.records import (
     Kind,
     Obligation,
     Outcome,
@@ -39,7 +40,6 @@ from evictable.proofs.obligations import (
     refuted,
     remaining,
 )
-from evictable.proofs.registry import Level
 from evictable.proofs.z3.counter_rules import forgetting
 from evictable.proofs.z3.manager import hook_dropped, render_key
 from evictable.proofs.z3.manager_ops import (

@@ -41,6 +41,16 @@ from evictable.impl.slots import SlotAllocator
 from evictable.model.lru import ModelLru
 from evictable.model.manager import ModelManager
 from evictable.model.types import SlotId
+from evictable.proofs.base.levels import Level
+from evictable.proofs.base.records import (
+    Kind,
+    Obligation,
+    Outcome,
+    Status,
+    check_deadline,
+    proved,
+    refuted,
+)
 from evictable.proofs.controls.encodings import (
     ARC_BUGS,
     LRU_EVICTION_BUGS,
@@ -50,16 +60,6 @@ from evictable.proofs.controls.encodings import (
 from evictable.proofs.explore import arc_search
 from evictable.proofs.explore.arc import relation_edge_check
 from evictable.proofs.explore.arc_impl import ImplArc
-from evictable.proofs.obligations import (
-    Kind,
-    Obligation,
-    Outcome,
-    Status,
-    check_deadline,
-    proved,
-    refuted,
-)
-from evictable.proofs.registry import Level
 from evictable.proofs.z3 import eviction as ev
 from evictable.proofs.z3 import slots as sl
 from evictable.proofs.z3.arc import RELATIONS

@@ -49,13 +49,10 @@ from evictable.model.lifecycle import (
     step,
 )
 from evictable.model.types import LruPolicySnapshot, ManagerSnapshot, PrepareStoreOutput
-from evictable.proofs.controls.gpu import SEEDED_QUEUES
-from evictable.proofs.controls.manager import CounterDriftOnEviction
-from evictable.proofs.controls.tables import MissesMarkEvictableOnLoadEnd, step_ignoring_guards
-from evictable.proofs.explore.coverage import Call, RecordingModel, Walk, edges
-from evictable.proofs.explore.manager_subject import Bounds
-from evictable.proofs.explore.trace import Factory
-from evictable.proofs.obligations import (
+from evictable.proofs.base.bounds import Bounds
+from evictable.proofs.base.levels import Level
+from evictable.proofs.base.protocol import Factory
+from evictable.proofs.base.records import (
     Kind,
     Obligation,
     Outcome,
@@ -64,7 +61,10 @@ from evictable.proofs.obligations import (
     proved,
     refuted,
 )
-from evictable.proofs.registry import Level
+from evictable.proofs.controls.gpu import SEEDED_QUEUES
+from evictable.proofs.controls.manager import CounterDriftOnEviction
+from evictable.proofs.controls.tables import MissesMarkEvictableOnLoadEnd, step_ignoring_guards
+from evictable.proofs.explore.coverage import Call, RecordingModel, Walk, edges
 from evictable.proofs.z3 import free_queue as fq
 from evictable.proofs.z3.counter_rules import CallCounts, counters_after
 from evictable.proofs.z3.encode import concrete_terms, rejects_term, state_sort, step_term

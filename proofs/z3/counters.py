@@ -26,8 +26,8 @@ from functools import partial
 
 from evictable.model import lifecycle
 from evictable.model.lifecycle import Machine
-from evictable.proofs.obligations import Kind, Obligation, Outcome
-from evictable.proofs.registry import Level
+from evictable.proofs.base.levels import Level
+from evictable.proofs.base.records import Kind, Obligation, Outcome
 from evictable.proofs.z3.counter_rules import COUNTER_RULES, forgetting
 from evictable.proofs.z3.manager import BATCH, consecution_query, decide
 from evictable.proofs.z3.manager_ops import MANAGER, OPS, Variant

@@ -41,9 +41,9 @@ from evictable.model.errors import (
     NotLoadingError,
 )
 from evictable.model.lifecycle import CpuEvent, CpuState, Machine, State
+from evictable.proofs.base.levels import Level
+from evictable.proofs.base.records import Kind, Obligation, Outcome
 from evictable.proofs.controls import tables
-from evictable.proofs.obligations import Kind, Obligation, Outcome
-from evictable.proofs.registry import Level
 from evictable.proofs.z3.encode import REFERENCE_MACHINES, state_sort
 from evictable.proofs.z3.solver import z3_valid
 

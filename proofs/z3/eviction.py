@@ -34,8 +34,8 @@ from typing import Any
 
 import z3
 
-from evictable.proofs.obligations import Obligation, Outcome
-from evictable.proofs.registry import Level
+from evictable.proofs.base.levels import Level
+from evictable.proofs.base.records import Obligation, Outcome
 from evictable.proofs.z3.slots import bind as _ob
 from evictable.proofs.z3.slots import obligations as slot_obligations
 from evictable.proofs.z3.slots import pick as _pick

@@ -38,8 +38,8 @@ from typing import Any
 import z3
 
 from evictable.model.lifecycle import GPU_MACHINE, GpuEvent, Hook, RefGuard, Transition, derive_hook
-from evictable.proofs.obligations import Kind, Obligation, Outcome, Status
-from evictable.proofs.registry import Level
+from evictable.proofs.base.levels import Level
+from evictable.proofs.base.records import Kind, Obligation, Outcome, Status
 from evictable.proofs.z3.solver import z3_sat, z3_valid
 
 __all__ = ["BOUNDS", "QState", "obligations", "well_formed"]

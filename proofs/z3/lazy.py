@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evictable.model.lazy_offload import Validation
-from evictable.proofs.obligations import Kind, Obligation, Outcome, Status, proved
+from evictable.proofs.base.records import Kind, Obligation, Outcome, Status, proved
 from evictable.proofs.z3.solver import z3_sat, z3_valid
 
 __all__ = ["obligations", "pool_ops_keep_scan_complete"]

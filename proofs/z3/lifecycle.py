@@ -47,8 +47,8 @@ from evictable.model.lifecycle import (
     Transition,
     derive_hook,
 )
-from evictable.proofs.obligations import Kind, Obligation, Outcome, Status, proved, refuted
-from evictable.proofs.registry import Level
+from evictable.proofs.base.levels import Level
+from evictable.proofs.base.records import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.z3.encode import (
     REFERENCE_MACHINES,
     BlockTerms,

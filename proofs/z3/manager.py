@@ -37,8 +37,8 @@ import z3
 
 from evictable.model import lifecycle
 from evictable.model.lifecycle import CpuEvent, CpuState, Hook, Machine
-from evictable.proofs.controls.tables import dead_row_table
-from evictable.proofs.obligations import (
+from evictable.proofs.base.levels import Level
+from evictable.proofs.base.records import (
     Kind,
     Obligation,
     Outcome,
@@ -47,7 +47,7 @@ from evictable.proofs.obligations import (
     refuted,
     remaining,
 )
-from evictable.proofs.registry import Level
+from evictable.proofs.controls.tables import dead_row_table
 from evictable.proofs.z3.counter_rules import forgetting
 from evictable.proofs.z3.lifecycle import overriding, replace_state, row_index
 from evictable.proofs.z3.manager_ops import (

@@ -21,8 +21,8 @@ from typing import Any
 
 import z3
 
-from evictable.proofs.obligations import Kind, Obligation, Outcome
-from evictable.proofs.registry import Level
+from evictable.proofs.base.levels import Level
+from evictable.proofs.base.records import Kind, Obligation, Outcome
 from evictable.proofs.z3.solver import z3_valid
 
 __all__ = [

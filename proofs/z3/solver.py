@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from evictable.proofs.obligations import Outcome, Status, proved, refuted, remaining
+from evictable.proofs.base.records import Outcome, Status, proved, refuted, remaining
 
 __all__ = ["z3_sat", "z3_valid"]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import z3
 
-from evictable.proofs.obligations import (
+from evictable.proofs.base.records import (
     Kind,
     Obligation,
     Outcome,

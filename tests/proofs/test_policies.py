@@ -1,4 +1,4 @@
-"""The verification profiles of the policies (`evictable.proofs.policies`)."""
+"""The verification profiles of the policies (`evictable.proofs.base.profiles`)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,16 @@ from evictable.impl.policies.lru import LRUCachePolicy
 from evictable.model.errors import InvalidArgumentError
 from evictable.model.lru import ModelLru
 from evictable.model.manager import MODEL_POLICIES
-from evictable.proofs import policies
-from evictable.proofs.explore.manager_subject import Bounds
+from evictable.proofs.base import profiles as policies
+from evictable.proofs.base.bounds import Bounds
+from evictable.proofs.base.levels import LEVELS
 
 
 def test_every_verified_policy_has_a_profile_for_every_level() -> None:
     assert policies.verified_policies() == ["lru", "arc"]
     for name in policies.verified_policies():
         p = policies.profile(name)
-        assert set(p.explore) == set(policies.LEVELS)
+        assert set(p.explore) == set(LEVELS)
         assert p.check.policy == name
 
 
@@ -43,7 +44,7 @@ def test_rejects_bounds_naming_another_policy() -> None:
     b = Bounds(policy="lru")
     with pytest.raises(InvalidArgumentError, match="bounds name policy 'lru'"):
         policies.register_profile(
-            policies.PolicyProfile("other", {level: b for level in policies.LEVELS}, b)
+            policies.PolicyProfile("other", {level: b for level in LEVELS}, b)
         )
 
 
@@ -58,7 +59,7 @@ def test_register_verified_policy_makes_it_known_everywhere(
             "lru3",
             ModelLru,
             type("L3", (LRUCachePolicy,), {}),
-            explore={level: b for level in policies.LEVELS},
+            explore={level: b for level in LEVELS},
             check=b,
         )
         assert "lru3" in policies.verified_policies()

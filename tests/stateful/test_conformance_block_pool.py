@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import settings
 
+from evictable.proofs.base.records import Status
 from evictable.proofs.controls.gpu import SEEDED_POOLS
 from evictable.proofs.lockstep.gpu_machines import pool_machine, run_machine
-from evictable.proofs.obligations import Status
 
 BlockPoolMachine = pool_machine()
 BlockPoolMachine.TestCase.settings = settings(settings(), stateful_step_count=40)

@@ -31,9 +31,9 @@ def _explore(
     policy: str, level: str, faults: bool = False, variant: str = ""
 ) -> Callable[[], str | None]:
     def run() -> str | None:
+        from evictable.proofs.base.profiles import profile
         from evictable.proofs.explore.manager import explore
         from evictable.proofs.lockstep import own_table
-        from evictable.proofs.policies import profile
 
         p = profile(policy)
         bounds = p.faults[level] if faults else p.explore[level] if level != "check" else p.check
@@ -180,9 +180,9 @@ def _lazy_explore() -> str | None:
 
 def _machine(which: str) -> Callable[[], str | None]:
     def run() -> str | None:
+        from evictable.proofs.base.records import Status
         from evictable.proofs.lockstep.gpu_machines import pool_machine, queue_machine, run_machine
         from evictable.proofs.lockstep.lazy_machine import lazy_machine
-        from evictable.proofs.obligations import Status
 
         makers: dict[str, Callable[[], Any]] = {
             "queue": queue_machine,

@@ -41,7 +41,7 @@ if not str(getattr(_vllm, "__version__", "")).startswith(VLLM_VERSION):
         f"found {getattr(_vllm, '__version__', '?')} (docs/interop.md)"
     )
 
-from evictable.proofs.lockstep.contract import KeySpace  # noqa: E402
+from evictable.proofs.base.contract import KeySpace  # noqa: E402
 
 
 class OffloadKey(bytes):

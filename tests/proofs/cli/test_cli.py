@@ -14,8 +14,8 @@ import pytest
 
 from evictable import __version__
 from evictable.proofs import registry
+from evictable.proofs.base.records import Kind, Obligation, Outcome, proved, refuted
 from evictable.proofs.cli import main as cli
-from evictable.proofs.obligations import Kind, Obligation, Outcome, proved, refuted
 
 
 def _fake_group(monkeypatch: pytest.MonkeyPatch, name: str, obs: list[Obligation]) -> None:

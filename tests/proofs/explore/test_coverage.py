@@ -4,8 +4,8 @@ rejection of a caller-chosen event, never an evict rejection; a dead row is foun
 from __future__ import annotations
 
 from evictable.model.lifecycle import CPU_MACHINE, CpuEvent
+from evictable.proofs.base.records import Kind, Status
 from evictable.proofs.explore import coverage
-from evictable.proofs.obligations import Kind, Status
 
 
 def test_the_explorer_fires_every_row_of_the_table() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from evictable.proofs.base.records import Kind, Status, run_one
 from evictable.proofs.controls.gpu import SEEDED_POOLS, SEEDED_QUEUES
 from evictable.proofs.explore.gpu import (
     PoolBounds,
@@ -14,7 +15,6 @@ from evictable.proofs.explore.gpu import (
     obligations,
     trace_text,
 )
-from evictable.proofs.obligations import Kind, Status, run_one
 
 QUEUE = QueueBounds(first=1, second=0, unlinked=1)
 POOL = PoolBounds(blocks=2, max_ref=1)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from evictable.proofs.base.records import Status, run_one
 from evictable.proofs.explore import arc as bounded
 from evictable.proofs.explore.arc import _explore_model
-from evictable.proofs.obligations import Status, run_one
 from evictable.proofs.registry import GROUPS
 from evictable.proofs.z3 import arc as z3_arc
 

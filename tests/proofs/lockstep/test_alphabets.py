@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from evictable.impl.manager import CPUOffloadingManager
 from evictable.impl.policies import arc_index
+from evictable.proofs.base.faults import PLAN, InjectedFault, fault_policy_name
+from evictable.proofs.base.profiles import profile
 from evictable.proofs.controls.catalogue import by_name
 from evictable.proofs.controls.manager import non_atomic_prepare_load
 from evictable.proofs.lockstep.conformance import make_machine, run_conformance
 from evictable.proofs.lockstep.copies import MODES, copy_modes
-from evictable.proofs.lockstep.faults import PLAN, InjectedFault, fault_policy_name
 from evictable.proofs.lockstep.inputs import Call
 from evictable.proofs.lockstep.long_run import long_run
 from evictable.proofs.lockstep.manager import (
@@ -20,7 +21,6 @@ from evictable.proofs.lockstep.manager import (
     Step,
     replay,
 )
-from evictable.proofs.policies import profile
 
 
 def test_the_implementation_survives_every_copy_mode() -> None:

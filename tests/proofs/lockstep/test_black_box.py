@@ -22,10 +22,11 @@ from typing import Any
 import pytest
 
 from evictable.impl.manager import CPUOffloadingManager
+from evictable.proofs.base.compare import Kind
+from evictable.proofs.base.contract import Contract, Mode
+from evictable.proofs.base.protocol import BLACK_BOX_API
 from evictable.proofs.controls import ARC_BUGS, SEEDED_BUGS, SeededBug
-from evictable.proofs.lockstep.compare import Kind
-from evictable.proofs.lockstep.conformance import BLACK_BOX_API, run_conformance
-from evictable.proofs.lockstep.contract import Contract, Mode
+from evictable.proofs.lockstep.conformance import run_conformance
 
 WHITE = Contract(Mode.SAFETY)
 BLACK = Contract(Mode.SAFETY, black_box=True)

@@ -10,16 +10,16 @@ import pytest
 from evictable.impl.manager import CPUOffloadingManager
 from evictable.model.manager import ModelManager
 from evictable.model.types import Key, LookupResult
+from evictable.proofs.base.protocol import ManagerAdapter
+from evictable.proofs.base.records import Status
 from evictable.proofs.controls.manager import key_by_key
 from evictable.proofs.lockstep.conformance import (
     SIZES,
     ConformanceRecord,
-    ManagerAdapter,
     make_machine,
     obligations,
     run_conformance,
 )
-from evictable.proofs.obligations import Status
 
 SMALL: dict[str, Any] = {"examples": 40, "steps": 25, "seed": 1}
 

@@ -15,16 +15,8 @@ from evictable.model.errors import (
     InvalidArgumentError,
 )
 from evictable.model.types import Key, PrepareStoreOutput
-from evictable.proofs.controls.manager import (
-    DuplicatesOrphanSlot,
-    FifoSlotReuse,
-    non_atomic_complete_load,
-    non_atomic_prepare_load,
-)
-from evictable.proofs.controls.policies import ARC_BUGS
-from evictable.proofs.lockstep.compare import Errors, Kind, builtin_bases, same_error
-from evictable.proofs.lockstep.conformance import ConformanceRecord, run_conformance
-from evictable.proofs.lockstep.contract import (
+from evictable.proofs.base.compare import Errors, Kind, builtin_bases, same_error
+from evictable.proofs.base.contract import (
     DEFAULT,
     Contract,
     ContractError,
@@ -34,6 +26,14 @@ from evictable.proofs.lockstep.contract import (
     declared,
     resolve,
 )
+from evictable.proofs.controls.manager import (
+    DuplicatesOrphanSlot,
+    FifoSlotReuse,
+    non_atomic_complete_load,
+    non_atomic_prepare_load,
+)
+from evictable.proofs.controls.policies import ARC_BUGS
+from evictable.proofs.lockstep.conformance import ConformanceRecord, run_conformance
 
 SAFETY = Contract(mode=Mode.SAFETY)
 RUN: dict[str, Any] = {"examples": 80, "steps": 30, "seed": 1, "inject_faults": False}

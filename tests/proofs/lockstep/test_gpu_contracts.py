@@ -7,14 +7,14 @@ from typing import Any
 from evictable.impl.block_pool import BlockPool
 from evictable.impl.free_queue import FreeKVCacheBlockQueue
 from evictable.impl.lazy_offload import LazyOffloadScanner
+from evictable.proofs.base.compare import Errors, Kind
+from evictable.proofs.base.contract import DEFAULT, Contract, Inputs, Mode
+from evictable.proofs.base.records import Status
 from evictable.proofs.cli.check_gpu import machine_findings
 from evictable.proofs.controls.gpu import SEEDED_QUEUES, RefCountScanner
 from evictable.proofs.explore.lazy import Bounds
-from evictable.proofs.lockstep.compare import Errors, Kind
-from evictable.proofs.lockstep.contract import DEFAULT, Contract, Inputs, Mode
 from evictable.proofs.lockstep.gpu_machines import pool_machine, queue_machine, run_machine
 from evictable.proofs.lockstep.lazy_contract import check_lazy
-from evictable.proofs.obligations import Status
 
 TINY = Bounds(num_blocks=2, window=1, hashes=("a",), max_ref=1, capacities=(1,))
 CONTRACTS = [

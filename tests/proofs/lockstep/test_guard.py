@@ -8,16 +8,16 @@ import time
 import pytest
 
 from evictable.impl.block_pool import BlockPool
+from evictable.proofs.base.guard import StepTimeout, available, guard_session, step_guard
+from evictable.proofs.base.profiles import profile
+from evictable.proofs.base.records import Status
 from evictable.proofs.controls.catalogue import by_name
 from evictable.proofs.explore.lazy_cursor import BOUNDS
 from evictable.proofs.explore.lazy_impl import lockstep_search
 from evictable.proofs.explore.manager import explore
 from evictable.proofs.lockstep.conformance import run_conformance
 from evictable.proofs.lockstep.gpu_machines import run_machine
-from evictable.proofs.lockstep.guard import StepTimeout, available, guard_session, step_guard
 from evictable.proofs.lockstep.lazy_machine import lazy_machine
-from evictable.proofs.obligations import Status
-from evictable.proofs.policies import profile
 
 pytestmark = pytest.mark.skipif(not available(), reason="no SIGALRM/setitimer here")
 

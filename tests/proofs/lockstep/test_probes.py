@@ -8,6 +8,7 @@ import pytest
 from evictable.impl.free_queue import FreeKVCacheBlockQueue
 from evictable.impl.manager import CPUOffloadingManager
 from evictable.impl.policies.factory import create_policy
+from evictable.proofs.base.profiles import profile
 from evictable.proofs.controls.contract import (
     OwnTableKeepsAborted,
     TrustsPolicyVictims,
@@ -24,7 +25,6 @@ from evictable.proofs.lockstep.own_table import (
 from evictable.proofs.lockstep.policy_probe import policy_probe
 from evictable.proofs.lockstep.probes import construct_probe, evict_contract_probe
 from evictable.proofs.lockstep.queue_probes import queue_probe
-from evictable.proofs.policies import profile
 
 
 def test_the_own_table_variant_shares_no_table() -> None:

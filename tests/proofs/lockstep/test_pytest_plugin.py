@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import given, settings
 
 from evictable.impl.manager import CPUOffloadingManager
+from evictable.proofs.base.compare import Kind
 from evictable.proofs.controls.manager import non_atomic_prepare_load
-from evictable.proofs.lockstep.compare import Kind
 from evictable.proofs.lockstep.inputs import Call
 from evictable.proofs.lockstep.strategies import call_sequences, calls, check_calls, keys
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from evictable.model.lifecycle import CPU_MACHINE
+from evictable.proofs.base.records import Kind, Status
 from evictable.proofs.controls import SEEDED_BUGS
-from evictable.proofs.obligations import Kind, Status
 from evictable.proofs.z3 import bmc
 from tests.obligation_checks import TIMEOUT_S
 

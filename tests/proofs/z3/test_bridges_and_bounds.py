@@ -9,6 +9,7 @@ import pytest
 from evictable.impl.policies.lru import LRUCachePolicy
 from evictable.impl.slots import SlotAllocator
 from evictable.model.lifecycle import CPU_MACHINE, GPU_MACHINE
+from evictable.proofs.base.records import Kind, Status
 from evictable.proofs.controls.encodings import (
     ARC_BUGS,
     LRU_EVICTION_BUGS,
@@ -16,7 +17,6 @@ from evictable.proofs.controls.encodings import (
     SLOT_BUGS,
 )
 from evictable.proofs.controls.tables import step_ignoring_guards
-from evictable.proofs.obligations import Kind, Status
 from evictable.proofs.z3 import bound, bridges
 from tests.obligation_checks import assert_proved, refuted_control
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evictable.model.lifecycle import GPU_MACHINE, Hook
-from evictable.proofs.obligations import Status, run_one
+from evictable.proofs.base.records import Status, run_one
 from evictable.proofs.z3.free_queue import check_table, check_wf, obligations
 
 OBLIGATIONS = {ob.name: ob for ob in obligations("quick")}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from evictable.model.lifecycle import CPU_MACHINE
-from evictable.proofs.obligations import Status
+from evictable.proofs.base.records import Status
 from evictable.proofs.z3 import counters
 from evictable.proofs.z3.counter_rules import (
     COUNTER_RULES,

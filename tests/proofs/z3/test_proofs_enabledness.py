@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from evictable.model.lifecycle import CPU_MACHINE, CpuEvent, CpuState
+from evictable.proofs.base.records import Kind, Status
 from evictable.proofs.controls import tables
-from evictable.proofs.obligations import Kind, Status
 from evictable.proofs.z3 import enabledness
 from evictable.proofs.z3.enabledness import SPEC, Class
 from tests.obligation_checks import TIMEOUT_S, assert_proved, refuted_control

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evictable.proofs.obligations import Status
+from evictable.proofs.base.records import Status
 from evictable.proofs.z3 import eviction, slots
 from evictable.proofs.z3.eviction import Walk
 from evictable.proofs.z3.slots import Allocator

@@ -17,7 +17,7 @@ from evictable.model.lifecycle import (
     RefUpdate,
     Transition,
 )
-from evictable.proofs.obligations import Result, Status, run_all
+from evictable.proofs.base.records import Result, Status, run_all
 from evictable.proofs.registry import collect
 from evictable.proofs.z3 import lifecycle as lc
 from tests.obligation_checks import TIMEOUT_S, assert_proved, refuted_control

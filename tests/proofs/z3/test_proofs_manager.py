@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from evictable.model.lifecycle import CPU_MACHINE, CpuEvent, CpuState
-from evictable.proofs.obligations import Kind, Status
+from evictable.proofs.base.records import Kind, Status
 from evictable.proofs.z3 import manager
 from evictable.proofs.z3.manager_ops import OPS, Variant
 from evictable.proofs.z3.manager_state import UNBOUNDED, invariant

@@ -11,8 +11,8 @@ import pytest
 
 from evictable.model import lifecycle
 from evictable.model.lifecycle import CpuEvent, CpuState, Hook, Machine, Transition
+from evictable.proofs.base.records import Obligation, run_all
 from evictable.proofs.controls.tables import TABLE_MUTANTS
-from evictable.proofs.obligations import Obligation, run_all
 from evictable.proofs.registry import collect
 from evictable.proofs.z3 import counters, enabledness, manager  # noqa: F401 (imported first)
 from evictable.proofs.z3 import lifecycle as lc  # noqa: F401

@@ -132,7 +132,7 @@ class Kind(enum.Enum):
     ATOMICITY = "atomicity"
     RESULT = "different result"
     STATE = "different state"
-    # Finer classes of the CPU manager's findings (`lockstep.findings.classify`):
+    # Finer classes of the CPU manager's findings (`base.findings.classify`):
     LEAKED_PIN = "leaked pin"
     SLOT = "orphaned or doubly used slot"
     EVICTED_PINNED = "pinned or protected block evicted"
@@ -141,7 +141,7 @@ class Kind(enum.Enum):
     ACCOUNTING = "accounting"
     INVARIANT = "broken invariant"
     SCAN = "scan completeness"  # the lazy scanner left a block unvisited
-    HANG = "no return"  # a call ran past the per-step wall-clock bound (`lockstep.guard`)
+    HANG = "no return"  # a call ran past the per-step wall-clock bound (`base.guard`)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from evictable.model.errors import DuplicateKeysError
 from evictable.model.manager import ModelManager
 from evictable.model.policy import RefOf
 from evictable.model.types import Key, ManagerSnapshot, OpaquePolicySnapshot, SlotId
-from evictable.proofs.lockstep.compare import Errors, Reply, invoke, same_error
+from evictable.proofs.base.compare import Errors, Reply, invoke, same_error
 
 __all__ = ["ChoicePolicy", "FollowingModel", "answer", "refusal", "sequential"]
 

@@ -2,10 +2,10 @@
 
 The conformance engine (`lockstep.manager.LockStep`) and the explorer
 (`explore.manager_subject`) make every manager call through this module, so both
-hold an implementation to the same `lockstep.contract.Contract`:
+hold an implementation to the same `base.contract.Contract`:
 
 * `make_model` -- the reference: `ModelManager` (exact) or
-  `lockstep.safety.FollowingModel` (safety);
+  `base.safety.FollowingModel` (safety);
 * `pair` -- one call on both sides: the implementation first, then the model, which
   under the safety contract follows the implementation's legal choices;
 * `observe` -- what is compared of a side: its snapshot (exact), the snapshot's
@@ -31,9 +31,9 @@ from evictable.model.invariants import check_snapshot
 from evictable.model.lifecycle import CpuState
 from evictable.model.manager import ModelManager
 from evictable.model.types import BlockEntry, Key, ManagerSnapshot, OffloadingEvent
-from evictable.proofs.lockstep.compare import Kind, Mismatch, Reply, describe, diff, invoke, judge
-from evictable.proofs.lockstep.contract import Contract
-from evictable.proofs.lockstep.safety import FollowingModel, answer
+from evictable.proofs.base.compare import Kind, Mismatch, Reply, describe, diff, invoke, judge
+from evictable.proofs.base.contract import Contract
+from evictable.proofs.base.safety import FollowingModel, answer
 
 __all__ = [
     "SAFETY_INVARIANTS",

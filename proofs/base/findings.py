@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evictable.proofs.lockstep.compare import Kind
+from evictable.proofs.base.compare import Kind
 
 __all__ = ["Finding", "factory_source", "group", "snippet"]
 

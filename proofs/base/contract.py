@@ -8,7 +8,7 @@ GPU-side machines (docs/conformance.md, "Contracts"):
   is nondeterministic wherever policies may legitimately differ (which idle,
   unprotected blocks are evicted; which free slots are handed out; recency order is
   not compared), and the implementation's observed choices resolve it
-  (`lockstep.safety`).
+  (`base.safety`).
 * `errors` -- the error contract (`compare.Errors`): `typed`, `builtin` or `any`.
   All-or-nothing is checked under every one of them.
 * `black_box` -- no `snapshot()`: state is observed through the API only (lookups
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evictable.model.types import Key
-from evictable.proofs.lockstep.compare import Errors
+from evictable.proofs.base.compare import Errors
 
 __all__ = [
     "DEFAULT",

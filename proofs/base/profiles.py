@@ -27,11 +27,10 @@ from evictable.impl.policies.factory import known_policies, register_policy
 from evictable.model.errors import InvalidArgumentError
 from evictable.model.manager import MODEL_POLICIES
 from evictable.model.policy import ModelPolicy
-from evictable.proofs.explore.manager_subject import Bounds
-from evictable.proofs.lockstep.arc_rules import ArcRules
+from evictable.proofs.base.bounds import Bounds
+from evictable.proofs.base.levels import LEVELS
 
 __all__ = [
-    "LEVELS",
     "MissingProfileError",
     "PolicyProfile",
     "profile",
@@ -39,8 +38,6 @@ __all__ = [
     "register_verified_policy",
     "verified_policies",
 ]
-
-LEVELS: tuple[str, ...] = ("quick", "default", "thorough")
 
 
 @dataclass(frozen=True)
@@ -51,7 +48,8 @@ class PolicyProfile:
     (every level required); `check`: the explorer's bounds for `evictable check`
     (at least slots + batch keys, so that one call can evict several blocks);
     `rules`: a mixin of extra conformance rules (a `RuleBasedStateMachine` mixin over
-    the engine's `LockStep`), or None.
+    the engine's `LockStep`), or None (the built-in ARC's rules are the engine's own,
+    `lockstep.conformance.POLICY_RULES`).
     """
 
     name: str
@@ -109,7 +107,7 @@ def verified_policies() -> list[str]:
     if missing:
         raise MissingProfileError(
             f"policies {missing} are known to the model and the implementation but have no "
-            "verification profile (register one with evictable.proofs.policies."
+            "verification profile (register one with evictable.proofs.base.profiles."
             "register_profile)"
         )
     return both
@@ -171,7 +169,6 @@ register_profile(
             "thorough": Bounds(slots=3, keys=4, max_ref=1, batch=2, policy="arc", events=1),
         },
         check=Bounds(slots=2, keys=4, max_ref=1, batch=2, policy="arc"),
-        rules=ArcRules,
         long_run=(5000, 8, 6),  # 6 idle records per pin wave: heaps compacted within 5000 steps
         faults={
             "quick": Bounds(slots=1, keys=2, max_ref=1, batch=2, policy="arc", faults=True),

@@ -131,9 +131,9 @@ class ModelArc:
         its list's MRU end. Other keys are ignored. Never raises.
         """
         for key in reversed(keys):
-            self._touch_one(key, ref_of)
+            self.touch_one(key, ref_of)
 
-    def _touch_one(self, key: Key, ref_of: RefOf) -> None:
+    def touch_one(self, key: Key, ref_of: RefOf) -> None:
         if key in self.t1:
             self.t1.remove(key)
             if is_pending_ref(ref_of(key)):

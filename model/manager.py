@@ -147,7 +147,7 @@ class ModelManager:
 
     # ------------------------------------------------------------------ one key, one event
 
-    def _take_slot(self) -> SlotId:
+    def take_slot(self) -> SlotId:
         """A fresh slot (ascending from the high-water mark), else the last freed one."""
         if self.high_water < self.num_blocks:
             self.high_water += 1
@@ -157,15 +157,15 @@ class ModelManager:
             raise InvariantViolationError(["slot_partition"], "no free slot to take")
         return self.free_stack.pop()
 
-    def _fires(self, key: Key, event: CpuEvent) -> bool:
+    def fires(self, key: Key, event: CpuEvent) -> bool:
         """Whether `event` fires a table row for `key` (not ignored, not rejected)."""
         return fired_transition(self.phase(key), event, self.machine) is not None
 
-    def _check(self, key: Key, event: CpuEvent) -> None:
+    def check_event(self, key: Key, event: CpuEvent) -> None:
         """Raise the table's named error if it refuses `event` for `key`; change nothing."""
         step(self.machine, self.phase(key), event, key)
 
-    def _fire(self, key: Key, event: CpuEvent) -> Transition | None:
+    def fire(self, key: Key, event: CpuEvent) -> Transition | None:
         """Apply one table event to one key; return the row that fired (None: ignored).
 
         The table decides the new phase (or raises its named error, or ignores the
@@ -178,16 +178,16 @@ class ModelManager:
         transition = fired_transition(phase, event, machine)
         after = step(machine, phase, event, key)
         if is_resident(after, machine):
-            slot = before.slot if before is not None else self._take_slot()
+            slot = before.slot if before is not None else self.take_slot()
             self.blocks[key] = Resident(after, slot)
         elif before is not None:
             del self.blocks[key]
             self.free_stack.append(before.slot)
         if transition is not None:
-            self._call_hook(derive_hook(machine, transition), key)
+            self.call_hook(derive_hook(machine, transition), key)
         return transition
 
-    def _call_hook(self, hook: Hook, key: Key) -> None:
+    def call_hook(self, hook: Hook, key: Key) -> None:
         """Tell the policy about an evictable flip: on -> mark_evictable, off -> the other."""
         if hook is Hook.FLAG_ON:
             self.policy.mark_evictable(key)
@@ -207,7 +207,7 @@ class ModelManager:
         phase = self.phase(key)
         if not is_resident(phase, self.machine):
             return LookupResult.MISS
-        if not self._fires(key, CpuEvent.LOAD_BEGIN):
+        if not self.fires(key, CpuEvent.LOAD_BEGIN):
             return LookupResult.HIT_PENDING
         return LookupResult.HIT
 
@@ -215,8 +215,8 @@ class ModelManager:
         """Make room for the absent keys and mark them PENDING; None if no room can be made."""
         batch, protected = check_keys(keys)
         for key in batch:
-            self._check(key, CpuEvent.STORE_BEGIN)
-        to_store = [k for k in batch if self._fires(k, CpuEvent.STORE_BEGIN)]
+            self.check_event(key, CpuEvent.STORE_BEGIN)
+        to_store = [k for k in batch if self.fires(k, CpuEvent.STORE_BEGIN)]
         if not to_store:
             return PrepareStoreOutput([], [], [])  # nothing to store, even with no free space
         need = len(to_store) - self.free_slot_count()
@@ -227,9 +227,9 @@ class ModelManager:
                 return None  # the policy cannot supply enough victims: nothing changes
             victims = chosen
         for key in victims:
-            self._fire(key, CpuEvent.EVICT)
+            self.fire(key, CpuEvent.EVICT)
         for key in to_store:
-            self._fire(key, CpuEvent.STORE_BEGIN)
+            self.fire(key, CpuEvent.STORE_BEGIN)
             self.policy.insert(key)
         self._emit(victims, removed=True)
         slots = [int(self.blocks[key].slot) for key in to_store]
@@ -240,10 +240,10 @@ class ModelManager:
         batch, _ = check_keys_and_success(keys, success)
         event = CpuEvent.STORE_COMMIT if success else CpuEvent.STORE_ABORT
         for key in batch:
-            self._check(key, event)
-        acted = [k for k in batch if self._fires(k, event)]
+            self.check_event(key, event)
+        acted = [k for k in batch if self.fires(k, event)]
         for key in acted:
-            self._fire(key, event)
+            self.fire(key, event)
             if not success:
                 self.policy.remove(key)
         if success:
@@ -254,18 +254,18 @@ class ModelManager:
         """Pin every key for one more load; return their slots in key order."""
         batch, _ = check_keys(keys)
         for key in batch:
-            self._check(key, CpuEvent.LOAD_BEGIN)  # must be loadable
+            self.check_event(key, CpuEvent.LOAD_BEGIN)  # must be loadable
         for key in batch:
-            self._fire(key, CpuEvent.LOAD_BEGIN)
+            self.fire(key, CpuEvent.LOAD_BEGIN)
         return [int(self.blocks[key].slot) for key in batch]
 
     def complete_load(self, keys: object) -> None:
         """Unpin every key once; a key reaching ref 0 becomes evictable."""
         batch, _ = check_keys(keys)
         for key in batch:
-            self._check(key, CpuEvent.LOAD_END)  # must be loading
+            self.check_event(key, CpuEvent.LOAD_END)  # must be loading
         for key in batch:
-            self._fire(key, CpuEvent.LOAD_END)
+            self.fire(key, CpuEvent.LOAD_END)
 
     def touch(self, keys: object) -> None:
         """A recency hint; never raises on any input.
@@ -276,16 +276,16 @@ class ModelManager:
         """
         batch = touch_keys(keys)
         for key in batch:
-            self._check(key, CpuEvent.TOUCH)  # the table refuses no touch
-        moved = [key for key in batch if self._fire(key, CpuEvent.TOUCH) is not None]
+            self.check_event(key, CpuEvent.TOUCH)  # the table refuses no touch
+        moved = [key for key in batch if self.fire(key, CpuEvent.TOUCH) is not None]
         self.policy.touch(moved, self.ref_of)
 
     def reset_cache(self) -> None:
         """Every block ABSENT, all slots fresh, policy cleared; buffered events stay."""
         for key in self.blocks:
-            self._check(key, CpuEvent.RESET)
+            self.check_event(key, CpuEvent.RESET)
         for key in list(self.blocks):
-            self._fire(key, CpuEvent.RESET)
+            self.fire(key, CpuEvent.RESET)
         self.free_stack.clear()
         self.high_water = 0
         self.policy.clear()

@@ -213,10 +213,12 @@ def build() -> Graph:
             for node in ast.walk(cls):
                 used = None
                 if isinstance(node, ast.Attribute) and (
-                    isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
-                    or isinstance(node.value, ast.Call)
-                    and isinstance(node.value.func, ast.Name)
-                    and node.value.func.id == "super"
+                    (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+                    or (
+                        isinstance(node.value, ast.Call)
+                        and isinstance(node.value.func, ast.Name)
+                        and node.value.func.id == "super"
+                    )
                 ):
                     used = node.attr
                 elif isinstance(node, ast.FunctionDef) and node in cls.body:  # type: ignore[attr-defined]
@@ -259,7 +261,7 @@ def _check_layers(g: Graph) -> None:
         a = package_of(src)
         for dst in targets:
             b = package_of(dst)
-            if a == b or b == "face" and dst == "__init__":
+            if a == b or (b == "face" and dst == "__init__"):
                 continue
             la, lb = layer_of(a), layer_of(b)
             if la < 0 or lb < 0:

@@ -128,7 +128,7 @@ class FollowingModel(ModelManager):
     def free_slot_count(self) -> int:
         return self.num_blocks - len(self.blocks)
 
-    def _take_slot(self) -> SlotId:
+    def take_slot(self) -> SlotId:
         """The implementation's next slot when it is free, else the lowest free one."""
         owned = self.owned_slots()
         if self.slot_hint:

@@ -30,12 +30,12 @@ __all__ = [
 class LeakyPromotion(ModelArc):
     """Touch promotes a ready T1 key to T2 but leaves it in T1 too."""
 
-    def _touch_one(self, key: Key, ref_of: RefOf) -> None:
+    def touch_one(self, key: Key, ref_of: RefOf) -> None:
         ref = ref_of(key) if key in self.t1 else None
         if key not in self.t2 and ref is not None and ref >= 0:
             self.t2.append(key)
             return
-        super()._touch_one(key, ref_of)
+        super().touch_one(key, ref_of)
 
 
 class GhostInBoth(ModelArc):
@@ -71,13 +71,13 @@ class NeverTrims(ModelArc):
 class UncappedTarget(ModelArc):
     """A B1 ghost hit grows the target without the cap at N."""
 
-    def _touch_one(self, key: Key, ref_of: RefOf) -> None:
+    def touch_one(self, key: Key, ref_of: RefOf) -> None:
         if key in self.b1 and key not in self.t1 and key not in self.t2:
             self.target += max(1.0, len(self.b2) / len(self.b1))
             self.b1.remove(key)
             self.b1.append(key)
             return
-        super()._touch_one(key, ref_of)
+        super().touch_one(key, ref_of)
 
 
 class EvictsPinned(ModelArc):
@@ -132,12 +132,12 @@ def _first_idle(entries: Sequence[Key], excluded: Set[Key], ref_of: RefOf) -> Ke
 class TouchPromotesPending(ModelArc):
     """Touch promotes a T1 key to T2 even while its store is in flight."""
 
-    def _touch_one(self, key: Key, ref_of: RefOf) -> None:
+    def touch_one(self, key: Key, ref_of: RefOf) -> None:
         if key in self.t1:
             self.t1.remove(key)
             self.t2.append(key)
             return
-        super()._touch_one(key, ref_of)
+        super().touch_one(key, ref_of)
 
 
 def floor_division_b1_hit(target: float, b1: int, b2: int, capacity: int) -> float:

@@ -252,14 +252,14 @@ class MissesMarkEvictableOnLoadEnd(ModelManager):
 
     _event: CpuEvent | None = None
 
-    def _fire(self, key: Key, event: CpuEvent) -> Transition | None:
+    def fire(self, key: Key, event: CpuEvent) -> Transition | None:
         self._event = event
         try:
-            return super()._fire(key, event)
+            return super().fire(key, event)
         finally:
             self._event = None
 
-    def _call_hook(self, hook: Hook, key: Key) -> None:
+    def call_hook(self, hook: Hook, key: Key) -> None:
         if hook is Hook.FLAG_ON and self._event is CpuEvent.LOAD_END:
             return  # BUG: mark_evictable dropped
-        super()._call_hook(hook, key)
+        super().call_hook(hook, key)

@@ -1,8 +1,8 @@
 """Which rows of the lifecycle table the explorer executes, and every call's key events.
 
 `RecordingModel` is the reference model (`model.manager.ModelManager`) noting what
-it executes: each table row a key fires (`_fire`) and each rejection the table
-raises (`_check`), into the module's `Recorder`. Nothing is inferred from
+it executes: each table row a key fires (`fire`) and each rejection the table
+raises (`check_event`), into the module's `Recorder`. Nothing is inferred from
 snapshots: a row counts when the model ran it.
 
 * `coverage(bounds)` runs the explorer (`explore.engine.search` over the manager
@@ -116,17 +116,17 @@ class RecordingModel(ModelManager):
 
     machine: ClassVar[Machine] = CPU_MACHINE
 
-    def _fire(self, key: Key, event: CpuEvent) -> Transition | None:
-        row = super()._fire(key, event)
+    def fire(self, key: Key, event: CpuEvent) -> Transition | None:
+        row = super().fire(key, event)
         if row is not None:
             RECORDER.rows.add(row)
         if RECORDER.log is not None:
             RECORDER.log.append(KeyEvent(key, event, row))
         return row
 
-    def _check(self, key: Key, event: CpuEvent) -> None:
+    def check_event(self, key: Key, event: CpuEvent) -> None:
         try:
-            super()._check(key, event)
+            super().check_event(key, event)
         except LifecycleError:
             RECORDER.refusals.add((event, self.phase(key).state.name))
             raise

@@ -9,16 +9,16 @@ implementation's own code give. So a bug planted in the code is seen by the proo
 encodings, not only by the conformance runs:
 
 * `bound.eviction.lru` -- every evictable list of up to N keys, every protected set,
-  every number of victims: the encoded walk (`eviction._evict`) and
+  every number of victims: the encoded walk (`eviction.evict_walk`) and
   `model.lru.ModelLru.evict` and `impl.policies.lru.LRUCachePolicy.evict` agree on
   success, the victims and the list left.
 * `bound.eviction.lru.order` -- every list of up to N keys and every position: the
-  encoded `mark_evictable` / remove / `touch` (`eviction._list_step`) give the list
+  encoded `mark_evictable` / remove / `touch` (`eviction.list_step`) give the list
   order the model and the implementation leave.
 * `bound.slots` -- every allocator state of N ids (high-water mark, free stack,
-  owned ids): the encoded allocation, free and reset (`slots._alloc`, `_free`,
+  owned ids): the encoded allocation, free and reset (`slots.alloc_step`, `_free`,
   `_reset`) give the state `impl.slots.SlotAllocator` leaves (and, for allocation,
-  the id it and `ModelManager._take_slot` hand out).
+  the id it and `ModelManager.take_slot` hand out).
 
 Negative controls: each plants the bugs the encoding's own negative controls
 describe into the implementation (`proofs.controls.encodings`); every one must be
@@ -119,14 +119,14 @@ def _listed(policy: LRUCachePolicy) -> list[int]:
 
 
 def _encoded_eviction(length: int, protected: frozenset[int], want: int) -> tuple[bool, set[int]]:
-    b = ev._Blocks(
+    b = ev.Blocks(
         length,
         [z3.BoolVal(i in protected) for i in range(length)],
         [z3.IntVal(i) for i in range(length)],
         z3.IntVal(length),
         z3.IntVal(want),
     )
-    out = ev._evict(b, ev.Walk())
+    out = ev.evict_walk(b, ev.Walk())
     success = bool(z3.is_true(z3.simplify(out.success)))
     return success, {i for i in range(length) if z3.is_true(z3.simplify(out.victim[i]))}
 
@@ -176,12 +176,12 @@ def _encoded_list(op: str, length: int, position: int) -> list[int] | None:
     """The list timestamps the encoding gives after `op` on the list 0..length-1
     (timestamps = keys; the clock, `length`, stamps the moved or added key)."""
     n = length + 1
-    pre, post = ev._list("pre", n), ev._list("post", n)
+    pre, post = ev.list_terms("pre", n), ev.list_terms("post", n)
     facts = [
         pre.length == length,
         pre.clock == length,
         *[pre.ts[p] == (p if p < length else 100 + p) for p in range(n)],
-        *ev._list_step(op, pre, post, z3.IntVal(position), ev.ListOps()),
+        *ev.list_step(op, pre, post, z3.IntVal(position), ev.ListOps()),
     ]
     model = _solve(facts)
     if model is None:
@@ -246,8 +246,8 @@ def _slot_states(n: int) -> Iterator[tuple[int, tuple[int, ...]]]:
             yield from ((high, p) for p in itertools.permutations(range(high), size))
 
 
-def _pre(n: int, high: int, stack: tuple[int, ...]) -> tuple[sl._Slots, list[Term]]:
-    pre = sl._slots("pre", n)
+def _pre(n: int, high: int, stack: tuple[int, ...]) -> tuple[sl.SlotTerms, list[Term]]:
+    pre = sl.slot_terms("pre", n)
     facts = [
         pre.high == high,
         pre.sp == len(stack),
@@ -257,7 +257,7 @@ def _pre(n: int, high: int, stack: tuple[int, ...]) -> tuple[sl._Slots, list[Ter
     return pre, facts
 
 
-def _read(model: Any, s: sl._Slots) -> tuple[int, list[int]]:
+def _read(model: Any, s: sl.SlotTerms) -> tuple[int, list[int]]:
     sp = _val(model, s.sp)
     return _val(model, s.high), [_val(model, s.stack[k]) for k in range(sp)]
 
@@ -275,21 +275,21 @@ def check_slots(n: int, cls: type[SlotAllocator] = SlotAllocator) -> Outcome:
         for step, freed in steps:
             cases += 1
             pre, facts = _pre(n, high, stack)
-            post = sl._slots("post", n)
+            post = sl.slot_terms("post", n)
             alloc = cls(n)
             alloc.high_water, alloc.freed = high, list(stack)
             handed: list[int] = []
             if step == "alloc":
-                more, slot = sl._alloc(pre, post, sl.Allocator())
+                more, slot = sl.alloc_step(pre, post, sl.Allocator())
                 handed = alloc.take(1)
                 manager = ModelManager(n)
                 manager.high_water, manager.free_stack = high, [SlotId(s) for s in stack]
-                handed.append(int(manager._take_slot()))
+                handed.append(int(manager.take_slot()))
             elif step == "free":
-                more, slot = sl._free(pre, post, z3.IntVal(freed), sl.Allocator()), None
+                more, slot = sl.free_step(pre, post, z3.IntVal(freed), sl.Allocator()), None
                 alloc.release([freed]) if freed is not None else None
             else:
-                more, slot = sl._reset(pre, post, sl.Allocator()), None
+                more, slot = sl.reset_step(pre, post, sl.Allocator()), None
                 alloc.reset()
             model = _solve(facts + more)
             if model is None:

@@ -43,11 +43,17 @@ from evictable.proofs.z3.solver import z3_valid
 
 __all__ = [
     "BLOCKS",
+    "Blocks",
+    "Eviction",
     "ListOps",
+    "ListTerms",
     "Walk",
     "check_exact_victims",
     "check_least_recent",
     "check_list_order",
+    "evict_walk",
+    "list_step",
+    "list_terms",
     "obligations",
 ]
 
@@ -66,7 +72,7 @@ class Walk:
 
 
 @dataclass(frozen=True)
-class _Blocks:
+class Blocks:
     """N blocks; the evictable list holds blocks 0 .. length-1 in this order.
 
     Numbering blocks by list position loses no generality (blocks are symmetric);
@@ -84,8 +90,8 @@ class _Blocks:
         return i < self.length
 
 
-def _blocks(n: int) -> tuple[_Blocks, list[Any]]:
-    b = _Blocks(
+def _blocks(n: int) -> tuple[Blocks, list[Any]]:
+    b = Blocks(
         n,
         [z3.Bool(f"protected{i}") for i in range(n)],
         [z3.Int(f"ts{i}") for i in range(n)],
@@ -99,13 +105,13 @@ def _blocks(n: int) -> tuple[_Blocks, list[Any]]:
 
 
 @dataclass(frozen=True)
-class _Eviction:
+class Eviction:
     victim: list[Any]  # block i taken by the walk
     success: Any
     listed_after: list[Any]
 
 
-def _evict(b: _Blocks, walk: Walk) -> _Eviction:
+def evict_walk(b: Blocks, walk: Walk) -> Eviction:
     """The walk: from one end of the list, skip protected, take until `want`."""
     taken = z3.IntVal(0)
     victim = [z3.BoolVal(False)] * b.n
@@ -124,14 +130,14 @@ def _evict(b: _Blocks, walk: Walk) -> _Eviction:
         taken = taken + z3.If(take, 1, 0)
     success = taken == b.want
     after = [z3.And(b.listed(i), z3.Not(z3.And(success, victim[i]))) for i in range(b.n)]
-    return _Eviction(victim, success, after)
+    return Eviction(victim, success, after)
 
 
-def _eligible(b: _Blocks, i: int) -> Any:
+def _eligible(b: Blocks, i: int) -> Any:
     return z3.And(b.listed(i), z3.Not(b.protected[i]))
 
 
-def _render_eviction(model: Any, b: _Blocks, ev: _Eviction, head: str) -> str:
+def _render_eviction(model: Any, b: Blocks, ev: Eviction, head: str) -> str:
     def val(x: Any) -> Any:
         return model.eval(x, model_completion=True)
 
@@ -154,7 +160,7 @@ def _render_eviction(model: Any, b: _Blocks, ev: _Eviction, head: str) -> str:
 def check_exact_victims(blocks: int, timeout_s: float, walk: Walk = Walk()) -> Outcome:
     """Success iff ≥ n eligible; then exactly n victims, all eligible, and only they leave."""
     b, facts = _blocks(blocks)
-    ev = _evict(b, walk)
+    ev = evict_walk(b, walk)
     eligible = z3.Sum([z3.If(_eligible(b, i), 1, 0) for i in range(blocks)])
     chosen = z3.Sum([z3.If(ev.victim[i], 1, 0) for i in range(blocks)])
     claim = z3.And(
@@ -173,7 +179,7 @@ def check_exact_victims(blocks: int, timeout_s: float, walk: Walk = Walk()) -> O
 def check_least_recent(blocks: int, timeout_s: float, walk: Walk = Walk()) -> Outcome:
     """On success, block i is a victim iff eligible with fewer than n older eligible blocks."""
     b, facts = _blocks(blocks)
-    ev = _evict(b, walk)
+    ev = evict_walk(b, walk)
     claims = []
     for i in range(blocks):
         older = z3.Sum(
@@ -201,7 +207,7 @@ class ListOps:
 
 
 @dataclass(frozen=True)
-class _List:
+class ListTerms:
     n: int
     length: Any
     ts: list[Any]
@@ -225,8 +231,8 @@ class _List:
         return f"[{', '.join(ts)}]"
 
 
-def _list(prefix: str, n: int) -> _List:
-    return _List(
+def list_terms(prefix: str, n: int) -> ListTerms:
+    return ListTerms(
         n,
         z3.Int(f"{prefix}.len"),
         [z3.Int(f"{prefix}.ts{p}") for p in range(n)],
@@ -234,7 +240,7 @@ def _list(prefix: str, n: int) -> _List:
     )
 
 
-def _list_step(op: str, pre: _List, post: _List, k: Any, ops: ListOps) -> list[Any]:
+def list_step(op: str, pre: ListTerms, post: ListTerms, k: Any, ops: ListOps) -> list[Any]:
     n = pre.n
 
     def nxt(p: int) -> Any:
@@ -275,7 +281,7 @@ def _list_step(op: str, pre: _List, post: _List, k: Any, ops: ListOps) -> list[A
 
 def check_list_order(op: str, blocks: int, timeout_s: float, ops: ListOps = ListOps()) -> Outcome:
     """`op` ("mark_evictable" | "remove" | "touch") keeps the list in recency order."""
-    pre, post = _list("pre", blocks), _list("post", blocks)
+    pre, post = list_terms("pre", blocks), list_terms("post", blocks)
     k = z3.Int("position")
 
     def describe(model: Any) -> str:
@@ -286,7 +292,7 @@ def check_list_order(op: str, blocks: int, timeout_s: float, ops: ListOps = List
         )
 
     return z3_valid(
-        post.ordered(), timeout_s, describe, [pre.ordered(), *_list_step(op, pre, post, k, ops)]
+        post.ordered(), timeout_s, describe, [pre.ordered(), *list_step(op, pre, post, k, ops)]
     )
 
 

@@ -28,11 +28,16 @@ from evictable.proofs.z3.solver import z3_valid
 __all__ = [
     "SLOTS",
     "Allocator",
+    "SlotTerms",
+    "alloc_step",
     "bind",
     "check_lifo_reuse",
     "check_slot_step",
+    "free_step",
     "obligations",
     "pick",
+    "reset_step",
+    "slot_terms",
 ]
 
 SLOTS: dict[str, int] = {"quick": 4, "default": 6, "thorough": 7}
@@ -84,7 +89,7 @@ class Allocator:
 
 
 @dataclass(frozen=True)
-class _Slots:
+class SlotTerms:
     n: int
     high: Any
     sp: Any
@@ -126,8 +131,8 @@ class _Slots:
         return f"{{high_water={v(self.high)}, free_stack={stack}, owned={owned}}}"
 
 
-def _slots(prefix: str, n: int) -> _Slots:
-    return _Slots(
+def slot_terms(prefix: str, n: int) -> SlotTerms:
+    return SlotTerms(
         n,
         z3.Int(f"{prefix}.high"),
         z3.Int(f"{prefix}.sp"),
@@ -136,7 +141,7 @@ def _slots(prefix: str, n: int) -> _Slots:
     )
 
 
-def _alloc(pre: _Slots, post: _Slots, alloc: Allocator) -> tuple[list[Any], Any]:
+def alloc_step(pre: SlotTerms, post: SlotTerms, alloc: Allocator) -> tuple[list[Any], Any]:
     """Allocate one slot (fresh first, then the free stack); returns (facts, slot)."""
     n = pre.n
     fresh = pre.high < n
@@ -157,7 +162,7 @@ def _alloc(pre: _Slots, post: _Slots, alloc: Allocator) -> tuple[list[Any], Any]
     return facts, slot
 
 
-def _free(pre: _Slots, post: _Slots, slot: Any, alloc: Allocator) -> list[Any]:
+def free_step(pre: SlotTerms, post: SlotTerms, slot: Any, alloc: Allocator) -> list[Any]:
     n = pre.n
     facts = [slot >= 0, slot < n, pick(pre.owned, slot), post.high == pre.high]
     if alloc.pushes_on_free:
@@ -170,7 +175,7 @@ def _free(pre: _Slots, post: _Slots, slot: Any, alloc: Allocator) -> list[Any]:
     return facts
 
 
-def _reset(pre: _Slots, post: _Slots, alloc: Allocator) -> list[Any]:
+def reset_step(pre: SlotTerms, post: SlotTerms, alloc: Allocator) -> list[Any]:
     facts = [post.high == 0, post.sp == (0 if alloc.reset_clears_stack else pre.sp)]
     facts.extend(post.stack[k] == pre.stack[k] for k in range(pre.n))
     facts.extend(z3.Not(post.owned[s]) for s in range(pre.n))
@@ -181,17 +186,17 @@ def check_slot_step(
     step: str, slots: int, timeout_s: float, alloc: Allocator = Allocator()
 ) -> Outcome:
     """`step` ("alloc" | "free" | "reset") keeps the partition; alloc hands an unowned id."""
-    pre, post = _slots("pre", slots), _slots("post", slots)
+    pre, post = slot_terms("pre", slots), slot_terms("post", slots)
     extra = z3.BoolVal(True)
     slot: Any = None
     if step == "alloc":
-        facts, slot = _alloc(pre, post, alloc)
+        facts, slot = alloc_step(pre, post, alloc)
         extra = z3.And(slot >= 0, slot < slots, z3.Not(pick(pre.owned, slot)))
     elif step == "free":
         slot = z3.Int("freed")
-        facts = _free(pre, post, slot, alloc)
+        facts = free_step(pre, post, slot, alloc)
     else:
-        facts = _reset(pre, post, alloc)
+        facts = reset_step(pre, post, alloc)
 
     def describe(model: Any) -> str:
         which = "" if slot is None else f" slot {model.eval(slot, model_completion=True)}"
@@ -210,10 +215,10 @@ def check_slot_step(
 
 def check_lifo_reuse(slots: int, timeout_s: float, alloc: Allocator = Allocator()) -> Outcome:
     """With no fresh id left, freeing id s and then allocating hands out s again."""
-    pre, mid, post = _slots("pre", slots), _slots("mid", slots), _slots("post", slots)
+    pre, mid, post = slot_terms("pre", slots), slot_terms("mid", slots), slot_terms("post", slots)
     freed = z3.Int("freed")
-    facts = [pre.partition(), pre.high == slots, *_free(pre, mid, freed, alloc)]
-    more, got = _alloc(mid, post, alloc)
+    facts = [pre.partition(), pre.high == slots, *free_step(pre, mid, freed, alloc)]
+    more, got = alloc_step(mid, post, alloc)
 
     def describe(model: Any) -> str:
         return (

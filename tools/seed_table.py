@@ -4,7 +4,7 @@
 
 For each bug of `evictable.proofs.controls.catalogue` and each seed, the engines run
 at their default budgets in their fixed order until one catches the bug with a
-trace of at most 8 calls (`proofs.controls.hunt`; any trace for a bug whose
+trace of at most 8 calls (`proofs.obligations.hunt`; any trace for a bug whose
 `long_history` says why no short one exists). One row per bug: its target and
 class, on how many seeds it was caught, which engine caught it first, the worst
 seconds until the catch and the longest winning trace.
@@ -26,7 +26,7 @@ import time
 from evictable.proofs.base.records import Status
 from evictable.proofs.controls.bug import SeededBug
 from evictable.proofs.controls.catalogue import CATALOGUE
-from evictable.proofs.controls.hunt import hunt, machine_for
+from evictable.proofs.obligations.hunt import hunt, machine_for
 
 
 def _random_engine(bug: SeededBug, seed: int) -> tuple[bool, float]:

@@ -12,7 +12,7 @@ evictable check MODULE:FACTORY [--target manager|free-queue|block-pool|lazy]
 Every choice left out comes from what the factory declares (`evictable_contract`,
 `evictable_policy`; `base.contract`), else the defaults: the exact contract,
 typed errors, snapshots, every input, policy `lru`. The `manager` target (the
-default) runs the conformance engine and the explorer (`lockstep.check`); the GPU
+default) runs the conformance engine and the explorer (`check.manager`); the GPU
 targets run their lock-step machines and, for the lazy scanner, the breadth-first
 search for the scan-completeness property (`cli.check_gpu`). Findings are printed
 one per class, each with its shortest trace as a runnable snippet. Exit codes: 0 no
@@ -134,8 +134,8 @@ def _check_manager(
     args: argparse.Namespace, factory: Any, contract: Contract, import_s: float
 ) -> tuple[int, dict[str, Any]]:
     from evictable.proofs.base.profiles import MissingProfileError, profile
+    from evictable.proofs.check.manager import check_manager
     from evictable.proofs.cli.commands import exploration_fields, probe_manager
-    from evictable.proofs.lockstep.check import check_manager
 
     policy = args.policy or getattr(factory, "evictable_policy", "lru")
     if policy not in MODEL_POLICIES:

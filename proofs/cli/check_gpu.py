@@ -15,7 +15,7 @@
 The queue and pool run their lock-step machines (`lockstep.gpu_machines`) in rounds:
 each round is a Hypothesis run that stops at its first finding and shrinks it;
 the next round gives up every example that shows a class already found. The lazy
-target runs the breadth-first search of `lockstep.lazy_contract`.
+target runs the breadth-first search of `explore.lazy_contract`.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def check_gpu(
     if args.target == "lazy":
         from evictable.impl.block_pool import BlockPool
         from evictable.proofs.explore.lazy import Bounds
-        from evictable.proofs.lockstep.lazy_contract import check_lazy
+        from evictable.proofs.explore.lazy_contract import check_lazy
 
         bounds = Bounds(num_blocks=args.blocks, window=1, hashes=("a",), max_ref=1, capacities=(1,))
         pools = pool if pool is not None else getattr(factory, "evictable_pool", BlockPool)

@@ -156,7 +156,7 @@ def obligations_table(level: Level = "default") -> str:
     in the order `evictable verify` runs them, then the count by kind."""
     from collections import Counter
 
-    from evictable.proofs.registry import collect
+    from evictable.proofs.obligations.registry import collect
 
     obs = collect(level)
     rows = ["| obligation | kind | bounds | negative control |", "|---|---|---|---|"]

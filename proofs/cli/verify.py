@@ -19,10 +19,10 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from evictable.proofs import registry
 from evictable.proofs.base.levels import Level
 from evictable.proofs.base.records import Kind, Obligation, Result, Status, format_result, run_one
-from evictable.proofs.registry import load_group
+from evictable.proofs.obligations import registry
+from evictable.proofs.obligations.registry import load_group
 
 __all__ = ["DEFAULT_TIMEOUTS", "add_parser", "collect", "counts", "verify"]
 

@@ -1,5 +1,5 @@
 """Broken managers for the probes and the no-shared-table engines (`lockstep.probes`,
-`lockstep.own_table`): each gets one check of the manager's generic path wrong."""
+`base.own_table`): each gets one check of the manager's generic path wrong."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from evictable.impl.block import BlockStatus
 from evictable.impl.manager import CPUOffloadingManager
 from evictable.model.types import Key
 from evictable.model.validate import check_enable_events, check_num_blocks
-from evictable.proofs.lockstep.own_table import own_table_name
+from evictable.proofs.base.own_table import own_table_name
 
 __all__ = [
     "OwnTableKeepsAborted",

@@ -2,7 +2,7 @@
 
 `proofs/z3/eviction.py` and `proofs/z3/slots.py` refute broken *encodings* (an
 eviction that ignores protection, an allocator that does not advance the high-water
-mark, ...). The obligations of `proofs.z3.bound` evaluate those encodings on
+mark, ...). The obligations of `proofs.refine.bound` evaluate those encodings on
 concrete inputs against the implementation itself; their negative controls are
 these implementations with exactly those bugs, which must be caught.
 """

@@ -16,7 +16,7 @@ snapshots: a row counts when the model ran it.
 * `edges(bounds, check)` walks every reachable state of the recording model alone
   (the same engine) and hands each call -- snapshot before, the key events the call
   made, snapshot after, its reply -- to `check`, which may report a failure; the
-  refinement bridge of `proofs.z3.bridges` is such a check.
+  refinement bridge of `proofs.refine.bridges` is such a check.
 
 `DeadRowModel` runs a table with a dead row (`proofs.controls.tables.dead_row_table`):
 the control of `rows.coverage`.
@@ -54,17 +54,15 @@ from evictable.model.manager import ModelManager
 from evictable.model.types import BlockId, Key, ManagerSnapshot
 from evictable.proofs.base.bounds import Bounds
 from evictable.proofs.base.compare import Reply
-from evictable.proofs.base.levels import Level
 from evictable.proofs.base.protocol import Factory
-from evictable.proofs.base.records import Kind, Obligation, Outcome, Status, proved, refuted
-from evictable.proofs.controls.tables import dead_row_table, gpu_dead_row_table
+from evictable.proofs.base.records import Outcome, Status, proved, refuted
+from evictable.proofs.controls.tables import dead_row_table
 from evictable.proofs.explore.engine import Expansion, Found, search
 from evictable.proofs.explore.manager_subject import Context, ManagerSubject
 from evictable.proofs.explore.ops import Op, invoke
 from evictable.proofs.explore.state import encode
 
 __all__ = [
-    "BOUNDS",
     "POLICY_CHOSEN",
     "Call",
     "Coverage",
@@ -76,17 +74,11 @@ __all__ = [
     "coverage",
     "edges",
     "gpu_coverage",
-    "obligations",
 ]
 
 POLICY_CHOSEN: tuple[CpuEvent, ...] = (CpuEvent.EVICT,)
 """Events the manager sends only to keys the policy chose (its victims), never to a
 caller's key: their rejections are unreachable by design and must never fire."""
-
-BOUNDS: dict[str, Bounds] = {
-    level: Bounds(slots=1, keys=2, max_ref=2, batch=2) for level in ("quick", "default")
-} | {"thorough": Bounds(slots=2, keys=3, max_ref=2, batch=2)}
-"""Small worlds suffice: one slot forces evictions, ref 2 reaches load_end LOADING->LOADING."""
 
 
 @dataclass(frozen=True)
@@ -302,8 +294,6 @@ def edges(
 GPU_POLICY_CHOSEN: tuple[GpuEvent, ...] = (GpuEvent.ALLOCATE,)
 """`get_new_blocks` allocates only blocks it takes from the free queue."""
 
-GPU_BLOCKS: dict[str, int] = {"quick": 3, "default": 3, "thorough": 4}
-"""Pool size (the null block included) of `rows.coverage.gpu`."""
 
 _GPU_MAX_REF = 2
 
@@ -432,33 +422,3 @@ def check_coverage(bounds: Bounds, model: type[RecordingModel]) -> Outcome:
     if bad:
         return refuted("; ".join(bad) + f" ({figures})")
     return proved(figures)
-
-
-def obligations(level: Level) -> list[Obligation]:
-    """`rows.coverage` (CPU table) and `rows.coverage.gpu` (GPU table)."""
-    bounds = BOUNDS[level]
-    blocks = GPU_BLOCKS[level]
-    return [
-        Obligation(
-            "rows.coverage",
-            "the explorer fires every transition of the CPU table and every rejection of an "
-            "event the caller chooses keys for (evict's, sent only to listed victims, never)",
-            lambda _t: check_coverage(bounds, RecordingModel),
-            lambda _t: check_coverage(bounds, DeadRowModel),
-            "a table with a dead row (evict on LOADING a row) is refuted",
-            tags=("explore",),
-            kind=Kind.EXPLORED,
-            bounds=bounds.describe(),
-        ),
-        Obligation(
-            "rows.coverage.gpu",
-            "every reachable state of a model block pool fires every transition of the GPU "
-            "table and every rejection of a caller-chosen event (allocate's never)",
-            lambda _t: check_gpu_coverage(blocks),
-            lambda _t: check_gpu_coverage(blocks, gpu_dead_row_table(GPU_MACHINE)),
-            "a GPU table where allocating an in-use block is a row (never executed) is refuted",
-            tags=("explore", "gpu"),
-            kind=Kind.EXPLORED,
-            bounds=f"a pool of {blocks} blocks (the null block included), refs <= {_GPU_MAX_REF}",
-        ),
-    ]

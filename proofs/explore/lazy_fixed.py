@@ -10,13 +10,10 @@ within a window of two).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, ClassVar
 
 from evictable.impl.lazy_offload import LazyOffloadScanner
-from evictable.proofs.base.levels import Level
-from evictable.proofs.base.records import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.explore.engine import Result
 from evictable.proofs.explore.lazy import Action, Bounds
 from evictable.proofs.explore.lazy_impl import lockstep_search
@@ -55,40 +52,3 @@ def fixed_capacity_search(
     """The lock-step search of `bounds` with capacity `k`, the scanner given it as an int."""
     cls = (classes or FIXED)[k]
     return lockstep_search(replace(bounds, capacities=(k,)), cls)
-
-
-def obligations(level: Level) -> list[Obligation]:
-    """`lazy.fixed_capacity` (the same bounds at every level: they are small), whose
-    negative control is a scanner that ignores an int capacity."""
-    from evictable.proofs.controls.scanners import CAPACITY_IGNORED
-
-    def check(classes: dict[int, type[LazyOffloadScanner]] | None) -> Callable[[float], Outcome]:
-        def run(_timeout_s: float) -> Outcome:
-            for k in FIXED:
-                out = fixed_capacity_search(BOUNDS, k, classes)
-                if out.found is not None:
-                    return refuted(f"capacity {k}: {out.found.reason}")
-                if not out.complete:
-                    return Outcome(Status.UNKNOWN, f"capacity {k}: incomplete")
-            return proved(f"capacities {sorted(FIXED)}: every edge agrees")
-
-        return run
-
-    return [
-        Obligation(
-            name="lazy.fixed_capacity",
-            statement=(
-                "impl.LazyOffloadScanner built with an int capacity matches the model on "
-                "every edge of the exhaustive search"
-            ),
-            check=check(None),
-            negative=check(CAPACITY_IGNORED),
-            negative_statement="the search catches a scanner that ignores an int capacity",
-            tags=("lazy", "explore", "impl"),
-            kind=Kind.EXPLORED,
-            bounds=(
-                f"num_blocks={BOUNDS.num_blocks} window={BOUNDS.window} hashes=a "
-                f"max_ref={BOUNDS.max_ref}, capacity {sorted(FIXED)} given as an int"
-            ),
-        )
-    ]

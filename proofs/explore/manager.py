@@ -29,8 +29,8 @@ the reported trace is a shortest one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from evictable.proofs.base.bounds import Bounds
 from evictable.proofs.base.compare import Kind as FindingKind
@@ -38,11 +38,7 @@ from evictable.proofs.base.contract import DEFAULT, Contract
 from evictable.proofs.base.faults import HOOKS
 from evictable.proofs.base.findings import snippet as render_snippet
 from evictable.proofs.base.guard import StepTimeout, step_guard
-from evictable.proofs.base.levels import Level
-from evictable.proofs.base.profiles import profile, verified_policies
 from evictable.proofs.base.protocol import Factory
-from evictable.proofs.base.records import Kind, Obligation, Outcome, Status, proved, refuted
-from evictable.proofs.controls.manager import NoPolicyRollbackOnFault, non_atomic_complete_load
 from evictable.proofs.explore.engine import Result, search
 from evictable.proofs.explore.manager_subject import ManagerSubject
 from evictable.proofs.explore.ops import Op
@@ -53,7 +49,6 @@ __all__ = [
     "Failure",
     "Figures",
     "explore",
-    "obligations",
 ]
 
 DEFAULT_MAX_STATES = 3_000_000
@@ -232,70 +227,3 @@ def _failure(ctx: ManagerSubject, run: Result[int]) -> Failure:
 
 CONTROL_BOUNDS = Bounds(slots=2, keys=2, max_ref=1, batch=2)
 """Small bounds for the negative controls: a seeded bug must be found with them."""
-
-
-def _outcome(run: Exploration) -> Outcome:
-    if run.failure is not None:
-        return refuted(run.summary())
-    if not run.figures.complete or run.unfaulted:
-        return Outcome(Status.UNKNOWN, run.summary())
-    return proved(run.figures.line())
-
-
-def _explore_check(bounds: Bounds, factory: Factory | None) -> Callable[[float], Outcome]:
-    def check(_timeout_s: float) -> Outcome:
-        return _outcome(explore(bounds, factory))
-
-    return check
-
-
-def obligations(level: Level) -> list[Obligation]:
-    """`explore.<policy>` for every verified policy (`proofs.base.profiles`), each with a
-    negative control: a seeded non-atomic implementation that must be caught; and
-    `explore.<policy>.faults`, the same with the fault alphabet (a fault at call 1 or
-    2 of every hook an op reaches, at its entry and after its body), whose control
-    is a manager that does not roll its policy back."""
-    out: list[Obligation] = []
-    for policy in verified_policies():
-        bounds = profile(policy).explore[level]
-        control = replace(CONTROL_BOUNDS, policy=policy)
-        faults = profile(policy).faults[level]
-        out.append(
-            Obligation(
-                name=f"explore.{policy}",
-                statement=(
-                    f"every reachable state ({bounds.describe()}) satisfies every named "
-                    "invariant, and the implementation agrees with the model on every edge"
-                ),
-                check=_explore_check(bounds, None),
-                negative=_explore_check(control, non_atomic_complete_load),
-                negative_statement=(
-                    "the explorer finds a shortest trace against an implementation "
-                    "whose complete_load releases keys one by one"
-                ),
-                tags=("explore",),
-                kind=Kind.EXPLORED,
-                bounds=bounds.describe(),
-                negative_bounds=control.describe(),
-            )
-        )
-        out.append(
-            Obligation(
-                name=f"explore.{policy}.faults",
-                statement=(
-                    f"every reachable state ({faults.describe()}): under a fault in any "
-                    "policy hook an op reaches, the implementation re-raises it and "
-                    "changes nothing (all-or-nothing under faults)"
-                ),
-                check=_explore_check(faults, None),
-                negative=_explore_check(replace(control, faults=True), NoPolicyRollbackOnFault),
-                negative_statement=(
-                    "the explorer finds a manager that restores its own records but not "
-                    "its policy when a hook fails"
-                ),
-                tags=("explore", "faults"),
-                kind=Kind.EXPLORED,
-                bounds=faults.describe(),
-            )
-        )
-    return out

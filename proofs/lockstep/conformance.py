@@ -29,7 +29,7 @@ from __future__ import annotations
 import random
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -42,18 +42,15 @@ from evictable.proofs.base.compare import Kind as FindingKind
 from evictable.proofs.base.contract import DEFAULT, Contract, ContractError, resolve
 from evictable.proofs.base.faults import PLAN, fault_policy_name
 from evictable.proofs.base.findings import Finding, snippet
-from evictable.proofs.base.profiles import profile, verified_policies
+from evictable.proofs.base.profiles import profile
 from evictable.proofs.base.protocol import ADAPTER_API, BLACK_BOX_API, Factory
 from evictable.proofs.base.records import (
     DeadlineExceeded,
-    Kind,
-    Obligation,
     Outcome,
     Status,
     proved,
     refuted,
 )
-from evictable.proofs.controls.manager import key_by_key
 from evictable.proofs.lockstep.arc_rules import ArcRules
 from evictable.proofs.lockstep.copies import MODES, copy_modes
 from evictable.proofs.lockstep.inputs import KEYS
@@ -68,7 +65,6 @@ __all__ = [
     "ConformanceFailure",
     "ConformanceRecord",
     "make_machine",
-    "obligations",
     "run_conformance",
 ]
 
@@ -82,9 +78,6 @@ SIZES: dict[str, tuple[int, int]] = {
     "thorough": (2000, 100),
 }
 """Examples x steps per obligation, by level."""
-
-SEEDS: dict[str, int | None] = {"quick": 0, "default": 0, "thorough": None}
-"""Fixed seeds keep `quick`/`default` reproducible; `thorough` explores afresh."""
 
 
 @dataclass(frozen=True)
@@ -368,56 +361,3 @@ def _shrunk(
 
 
 # ------------------------------------------------------------------ obligations
-
-
-def _impl_factory() -> Factory:
-    from evictable.impl.manager import CPUOffloadingManager
-
-    return CPUOffloadingManager
-
-
-def _check(
-    policy: str, examples: int, steps: int, seed: int | None, broken: bool
-) -> Callable[[float], Outcome]:
-    def run(timeout_s: float) -> Outcome:
-        factory = _impl_factory()
-        if broken:
-            factory = key_by_key(factory, "prepare_load")
-        record = run_conformance(
-            factory,
-            policy,
-            examples,
-            steps,
-            seed,
-            inject_faults=not broken,
-            stop_at_first=True,
-            require_copies=True,
-        )
-        return record.outcome()
-
-    return run
-
-
-def obligations(level: str) -> list[Obligation]:
-    """`conformance.<policy>` for each policy known to model and impl, with controls."""
-    examples, steps = SIZES[level]
-    seed = SEEDS[level]
-    return [
-        Obligation(
-            name=f"conformance.{policy}",
-            statement=(
-                f"CPUOffloadingManager({policy!r}) agrees with ModelManager in "
-                f"lock-step ({examples} examples x {steps} steps: results, errors, "
-                "snapshots, atomicity under bad input and policy-hook faults)"
-            ),
-            check=_check(policy, examples, steps, seed, broken=False),
-            negative=_check(policy, examples, steps, seed, broken=True),
-            negative_statement=(
-                f"a manager whose prepare_load pins key by key is refuted (policy {policy!r})"
-            ),
-            tags=("conformance",),
-            kind=Kind.TESTED,
-            bounds=f"{examples} examples x {steps} steps, seed {seed}",
-        )
-        for policy in verified_policies()
-    ]

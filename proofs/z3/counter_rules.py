@@ -3,7 +3,7 @@
 `impl/manager.py` keeps `num_evictable` and `num_pending` by hand: each operation
 adds or subtracts what it did. `counters_after` is that arithmetic, written once over
 numbers that are Python ints (a concrete call, `bound.counters.impl` in
-`proofs.z3.bridges`) or Z3 terms (the relations of `proofs.z3.manager_ops`, proved by
+`proofs.refine.bridges`) or Z3 terms (the relations of `proofs.z3.manager_ops`, proved by
 `counters.*` and `manager.consecution.*`). `forgetting` breaks it on purpose (the
 negative controls).
 """

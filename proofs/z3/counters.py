@@ -9,7 +9,7 @@ invariant (`proofs.z3.manager`), that the update of `<op>` changes each counter 
 exactly the change of the number of keys in its state over the keys the call
 touched (every other key is unchanged), so counter = count is kept by every call.
 That the implementation's code makes exactly these updates on every reachable call
-is checked by executing it: `bound.counters.impl` (`proofs.z3.bridges`).
+is checked by executing it: `bound.counters.impl` (`proofs.refine.bridges`).
 
 Each negative control is the rule forgetting one of `<op>`'s updates (`prepare_store`
 forgetting the victims is the seeded bug `counter_drift_on_eviction`).
@@ -22,27 +22,14 @@ proved an identity about a per-row delta that no code executes. The GPU counter
 
 from __future__ import annotations
 
-from functools import partial
-
-from evictable.model import lifecycle
 from evictable.model.lifecycle import Machine
-from evictable.proofs.base.levels import Level
-from evictable.proofs.base.records import Kind, Obligation, Outcome
-from evictable.proofs.z3.counter_rules import COUNTER_RULES, forgetting
-from evictable.proofs.z3.manager import BATCH, consecution_query, decide
-from evictable.proofs.z3.manager_ops import MANAGER, OPS, Variant
+from evictable.proofs.base.records import Outcome
+from evictable.proofs.z3.manager import consecution_query, decide
+from evictable.proofs.z3.manager_ops import MANAGER, Variant
 
-__all__ = ["FORGOTTEN", "check_counters", "obligations"]
-
-FORGOTTEN: dict[str, tuple[str, str]] = {
-    "prepare_store": ("victims", "num_evictable -= #victims"),
-    "complete_store.success": ("acted", "its updates by #acted"),
-    "complete_store.failure": ("acted", "num_pending -= #acted"),
-    "prepare_load": ("pinned", "num_evictable -= #keys at ref 0"),
-    "complete_load": ("unpinned", "num_evictable += #keys at ref 1"),
-    "reset_cache": ("reset", "the zeroing of both counters"),
-}
-"""The update each control forgets (a `CallCounts` field, and in words)."""
+__all__ = [
+    "check_counters",
+]
 
 
 def _counter_claim(name: str) -> bool:
@@ -58,30 +45,3 @@ def check_counters(
         batch,
         timeout_s,
     )
-
-
-def obligations(level: Level) -> list[Obligation]:
-    """`counters.<op>` for every operation that updates a counter (the claims about the
-    table in `model.lifecycle` now, the controls about the reference table)."""
-    machine = lifecycle.CPU_MACHINE
-    b = BATCH[level]
-    out = []
-    for op in OPS:
-        if op not in FORGOTTEN:
-            continue  # touch updates no counter (its consecution covers it)
-        what, text = FORGOTTEN[op]
-        out.append(
-            Obligation(
-                f"counters.{op}",
-                f"{op}'s counter update ({COUNTER_RULES[op]}) keeps num_evictable and "
-                "num_pending equal to the number of READY and PENDING keys",
-                partial(check_counters, machine, op, b),
-                partial(
-                    check_counters, machine, op, b, variant=Variant(counters=forgetting(op, what))
-                ),
-                f"{op} forgetting {text} is refuted",
-                kind=Kind.BOUNDED,
-                bounds=f"any number of keys and slots, batches of <= {b} keys",
-            )
-        )
-    return out

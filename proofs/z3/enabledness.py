@@ -28,12 +28,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import z3
 
-from evictable.model import lifecycle
 from evictable.model.errors import (
     BlockNotFoundError,
     BlockNotReadyError,
@@ -41,13 +39,18 @@ from evictable.model.errors import (
     NotLoadingError,
 )
 from evictable.model.lifecycle import CpuEvent, CpuState, Machine, State
-from evictable.proofs.base.levels import Level
-from evictable.proofs.base.records import Kind, Obligation, Outcome
-from evictable.proofs.controls import tables
+from evictable.proofs.base.records import Outcome
 from evictable.proofs.z3.encode import REFERENCE_MACHINES, state_sort
 from evictable.proofs.z3.solver import z3_valid
 
-__all__ = ["SAFETY", "SPEC", "Class", "Expect", "check_event", "check_safety", "obligations"]
+__all__ = [
+    "SAFETY",
+    "SPEC",
+    "Class",
+    "Expect",
+    "check_event",
+    "check_safety",
+]
 
 Term = Any
 A, P, R, L = CpuState.ABSENT, CpuState.PENDING, CpuState.READY, CpuState.LOADING
@@ -326,37 +329,3 @@ def check_safety(machine: Machine, name: str, timeout_s: float) -> Outcome:
 
 
 # ------------------------------------------------------------------ obligations
-
-
-def obligations(level: Level) -> list[Obligation]:
-    """`enabledness.<event>` and `safety.<property>` (unbounded: the same at every level)."""
-    del level
-    machine = lifecycle.CPU_MACHINE  # the table tested; the controls break the reference
-    reference = REFERENCE_MACHINES["cpu"]
-    out = []
-    for event in CpuEvent:
-        mutant, text = tables.ENABLEDNESS_CONTROLS[event](reference)
-        out.append(
-            Obligation(
-                f"enabledness.{event.value}",
-                f"for every state and ref, {event.value} is the class the separate spec "
-                "names (move and where, rejection and which error, or no-op)",
-                partial(check_event, machine, event),
-                partial(check_event, mutant, event),
-                f"{text} is refuted",
-                kind=Kind.UNBOUNDED,
-            )
-        )
-    for name, prop in SAFETY.items():
-        mutant, text = tables.SAFETY_CONTROLS[name](reference)
-        out.append(
-            Obligation(
-                f"safety.{name}",
-                f"{prop.statement} (the table's step relation, every ref)",
-                partial(check_safety, machine, name),
-                partial(check_safety, mutant, name),
-                f"{text} is refuted",
-                kind=Kind.UNBOUNDED,
-            )
-        )
-    return out

@@ -29,20 +29,16 @@ that swaps the last entry into the hole, a touch that refreshes in place.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import z3
 
-from evictable.proofs.base.levels import Level
-from evictable.proofs.base.records import Obligation, Outcome
-from evictable.proofs.z3.slots import bind as _ob
-from evictable.proofs.z3.slots import obligations as slot_obligations
+from evictable.proofs.base.records import Outcome
 from evictable.proofs.z3.slots import pick as _pick
 from evictable.proofs.z3.solver import z3_valid
 
 __all__ = [
-    "BLOCKS",
     "Blocks",
     "Eviction",
     "ListOps",
@@ -54,11 +50,8 @@ __all__ = [
     "evict_walk",
     "list_step",
     "list_terms",
-    "obligations",
 ]
 
-BLOCKS: dict[str, int] = {"quick": 4, "default": 8, "thorough": 10}
-"""N, the number of blocks (eviction, list order), per level."""
 
 # ------------------------------------------------------------------ eviction
 
@@ -297,61 +290,3 @@ def check_list_order(op: str, blocks: int, timeout_s: float, ops: ListOps = List
 
 
 # ------------------------------------------------------------------ obligations
-
-
-def obligations(level: Level) -> list[Obligation]:
-    """Eviction and slot obligations for N blocks / slots (N per level)."""
-    n = BLOCKS[level]
-    ok, lo = Walk(), ListOps()
-    return [*_eviction_obligations(n, ok, lo), *slot_obligations(level)]
-
-
-def _eviction_obligations(n: int, ok: Walk, lo: ListOps) -> list[Obligation]:
-    return [
-        _ob(
-            "eviction.lru.exact_victims",
-            f"walking the evictable list ({n} blocks) takes exactly n listed unprotected "
-            "victims, or fails with no change when fewer exist",
-            check_exact_victims,
-            {"blocks": n, "walk": ok},
-            {"blocks": n, "walk": replace(ok, skips_protected=False)},
-            "an eviction that ignores protection is refuted",
-            f"N={n} blocks",
-        ),
-        _ob(
-            "eviction.lru.least_recent",
-            f"the victims are exactly the n least-recent eligible blocks ({n} blocks)",
-            check_least_recent,
-            {"blocks": n, "walk": ok},
-            {"blocks": n, "walk": replace(ok, from_lru_end=False)},
-            "an eviction that walks from the most-recent end is refuted",
-            f"N={n} blocks",
-        ),
-        _ob(
-            "eviction.lru.order.mark_evictable",
-            f"appending at the most-recent end keeps the list in recency order ({n} blocks)",
-            check_list_order,
-            {"op": "mark_evictable", "blocks": n, "ops": lo},
-            {"op": "mark_evictable", "blocks": n, "ops": replace(lo, append_at_mru_end=False)},
-            "mark_evictable inserting at the least-recent end is refuted",
-            f"N={n} blocks",
-        ),
-        _ob(
-            "eviction.lru.order.remove",
-            f"removing an entry keeps the list in recency order ({n} blocks)",
-            check_list_order,
-            {"op": "remove", "blocks": n, "ops": lo},
-            {"op": "remove", "blocks": n, "ops": replace(lo, remove_shifts=False)},
-            "a remove that swaps the last entry into the hole is refuted",
-            f"N={n} blocks",
-        ),
-        _ob(
-            "eviction.lru.order.touch",
-            f"touch moves the entry to the most-recent end, keeping recency order ({n} blocks)",
-            check_list_order,
-            {"op": "touch", "blocks": n, "ops": lo},
-            {"op": "touch", "blocks": n, "ops": replace(lo, touch_moves=False)},
-            "a touch that refreshes the timestamp in place is refuted",
-            f"N={n} blocks",
-        ),
-    ]

@@ -26,10 +26,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from evictable.model.lazy_offload import Validation
-from evictable.proofs.base.records import Kind, Obligation, Outcome, Status, proved
+from evictable.proofs.base.records import Outcome, Status, proved
 from evictable.proofs.z3.solver import z3_sat, z3_valid
 
-__all__ = ["obligations", "pool_ops_keep_scan_complete"]
+__all__ = [
+    "pool_ops_keep_scan_complete",
+]
 
 OPS = ("allocate", "touch", "free", "cache")
 
@@ -292,20 +294,3 @@ def _describe(
         ref = m.eval(states[i + 1].ref[block], model_completion=True)
         lines.append(f"{i + 1:>3}. {name}({block}) -> ref {ref}: {queue(states[i + 1])}")
     return "\n".join(lines)
-
-
-def obligations(level: str) -> list[Obligation]:
-    n, k = {"quick": (3, 3), "default": (4, 3), "thorough": (4, 5)}.get(level, (4, 3))
-    return [
-        Obligation(
-            name="lazy.z3.pool_ops_keep_scan_complete",
-            statement=f"generation validation: from any state satisfying scan completeness "
-            f"({n} blocks), up to {k} pool operations keep it",
-            check=pool_ops_keep_scan_complete(n, k, Validation.GENERATION),
-            negative=pool_ops_keep_scan_complete(n, k, Validation.REFCOUNT),
-            negative_statement="ref-count-only validation: some pool operations break it",
-            tags=("lazy", "z3"),
-            kind=Kind.BOUNDED,
-            bounds=f"{n} blocks, up to {k} pool operations",
-        ),
-    ]

@@ -47,7 +47,6 @@ from evictable.model.lifecycle import (
     Transition,
     derive_hook,
 )
-from evictable.proofs.base.levels import Level
 from evictable.proofs.base.records import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.z3.encode import (
     REFERENCE_MACHINES,
@@ -79,7 +78,6 @@ __all__ = [
     "check_nonvacuity",
     "check_ref_counts",
     "check_stutter",
-    "obligations",
     "replace_row",
     "replace_state",
 ]
@@ -428,10 +426,6 @@ _FORGETFUL_ROW: Mapping[str, tuple[Event, State, State]] = {
 _KEEP = RefUpdate("keep")
 
 
-def _machines() -> tuple[Machine, ...]:
-    return (lifecycle.CPU_MACHINE, lifecycle.GPU_MACHINE)
-
-
 def _bind(fn: Callable[..., Outcome], *args: Any, **kw: Any) -> Callable[[float], Outcome]:
     return lambda timeout_s: fn(*args, timeout_s, **kw)
 
@@ -522,13 +516,4 @@ def machine_obligations(m: Machine) -> list[Obligation]:
             kind=Kind.UNBOUNDED,
         )
     )
-    return out
-
-
-def obligations(level: Level) -> list[Obligation]:
-    """The lifecycle obligations of both tables (unbounded: the same at every level)."""
-    del level  # unbounded proofs: nothing to scale
-    out: list[Obligation] = []
-    for m in _machines():
-        out.extend(machine_obligations(m))
     return out

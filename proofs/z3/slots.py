@@ -15,18 +15,16 @@ stack, an allocator that reuses the oldest freed id (FIFO).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 import z3
 
-from evictable.proofs.base.levels import Level
 from evictable.proofs.base.records import Kind, Obligation, Outcome
 from evictable.proofs.z3.solver import z3_valid
 
 __all__ = [
-    "SLOTS",
     "Allocator",
     "SlotTerms",
     "alloc_step",
@@ -34,14 +32,10 @@ __all__ = [
     "check_lifo_reuse",
     "check_slot_step",
     "free_step",
-    "obligations",
     "pick",
     "reset_step",
     "slot_terms",
 ]
-
-SLOTS: dict[str, int] = {"quick": 4, "default": 6, "thorough": 7}
-"""N, the number of slot ids, per level."""
 
 
 def pick(values: Sequence[Any], index: Any) -> Any:
@@ -227,48 +221,3 @@ def check_lifo_reuse(slots: int, timeout_s: float, alloc: Allocator = Allocator(
         )
 
     return z3_valid(got == freed, timeout_s, describe, facts + more)
-
-
-def obligations(level: Level) -> list[Obligation]:
-    """The slot obligations for N slot ids (N per level)."""
-    ns = SLOTS[level]
-    alloc = Allocator()
-    return [
-        bind(
-            "slots.partition.alloc",
-            f"allocation (fresh first, then LIFO) keeps fresh ⊎ free ⊎ owned ({ns} slots) "
-            "and hands out an unowned id",
-            check_slot_step,
-            {"step": "alloc", "slots": ns, "alloc": alloc},
-            {"step": "alloc", "slots": ns, "alloc": replace(alloc, bumps_high_water=False)},
-            "an allocator that does not advance the high-water mark is refuted",
-            f"N={ns} slots",
-        ),
-        bind(
-            "slots.partition.free",
-            f"freeing an owned id keeps fresh ⊎ free ⊎ owned ({ns} slots)",
-            check_slot_step,
-            {"step": "free", "slots": ns, "alloc": alloc},
-            {"step": "free", "slots": ns, "alloc": replace(alloc, pushes_on_free=False)},
-            "a free that does not push the id is refuted",
-            f"N={ns} slots",
-        ),
-        bind(
-            "slots.partition.reset",
-            f"reset makes every id fresh and keeps the partition ({ns} slots)",
-            check_slot_step,
-            {"step": "reset", "slots": ns, "alloc": alloc},
-            {"step": "reset", "slots": ns, "alloc": replace(alloc, reset_clears_stack=False)},
-            "a reset that keeps the free stack is refuted",
-            f"N={ns} slots",
-        ),
-        bind(
-            "slots.lifo_reuse",
-            f"once fresh ids are used up, the last freed id is reused first ({ns} slots)",
-            check_lifo_reuse,
-            {"slots": ns, "alloc": alloc},
-            {"slots": ns, "alloc": replace(alloc, pops_top=False)},
-            "a FIFO allocator is refuted",
-            f"N={ns} slots",
-        ),
-    ]

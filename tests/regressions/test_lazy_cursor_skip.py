@@ -196,7 +196,7 @@ def test_impl_offloads_the_cursor_blocks_new_content() -> None:
 
 def test_every_lazy_obligation_is_proved_and_every_control_caught_at_quick_level() -> None:
     from evictable.proofs.base.records import run_all
-    from evictable.proofs.explore.lazy_cursor import obligations
+    from evictable.proofs.obligations.explore_lazy_cursor import obligations
 
     results = run_all(obligations("quick"))
     assert {r.name for r in results} >= {

@@ -31,9 +31,9 @@ def _explore(
     policy: str, level: str, faults: bool = False, variant: str = ""
 ) -> Callable[[], str | None]:
     def run() -> str | None:
+        from evictable.proofs.base import own_table
         from evictable.proofs.base.profiles import profile
         from evictable.proofs.explore.manager import explore
-        from evictable.proofs.lockstep import own_table
 
         p = profile(policy)
         bounds = p.faults[level] if faults else p.explore[level] if level != "check" else p.check
@@ -51,7 +51,7 @@ def _explore(
 def _conformance(policy: str, variant: str = "") -> Callable[[], str | None]:
     def run() -> str | None:
         from evictable.impl.manager import CPUOffloadingManager
-        from evictable.proofs.lockstep import own_table
+        from evictable.proofs.base import own_table
         from evictable.proofs.lockstep.conformance import run_conformance
 
         factory: Any = {
@@ -263,7 +263,7 @@ def checks_for(path: str) -> list[Check]:
     out.append(("probes", _probes))
     for policy in policies:
         out.append((f"probe.policy.{policy}", _policy_probe(policy)))
-    # The manager's generic path: policies that share no key table (`lockstep.own_table`).
+    # The manager's generic path: policies that share no key table (`base.own_table`).
     for policy in policies:
         for faults in (False, True):
             name = f"explore.{policy}{'.faults' if faults else ''}.own_table"

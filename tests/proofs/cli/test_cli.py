@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from evictable import __version__
-from evictable.proofs import registry
 from evictable.proofs.base.records import Kind, Obligation, Outcome, proved, refuted
 from evictable.proofs.cli import main as cli
+from evictable.proofs.obligations import registry
 
 
 def _fake_group(monkeypatch: pytest.MonkeyPatch, name: str, obs: list[Obligation]) -> None:

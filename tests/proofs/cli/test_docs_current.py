@@ -67,7 +67,7 @@ def test_proofs_obligation_list_is_current() -> None:
 
 
 def test_proofs_list_names_every_obligation_with_its_kind_and_bounds() -> None:
-    from evictable.proofs.registry import collect
+    from evictable.proofs.obligations.registry import collect
 
     table = docgen.obligations_table("default")
     for ob in collect("default"):

@@ -1,6 +1,6 @@
 """The engines catch every seeded bug of the catalogue, with a short trace.
 
-`proofs.controls.hunt` runs the engines that apply to each bug at their default
+`proofs.obligations.hunt` runs the engines that apply to each bug at their default
 budgets and stops at the first that catches it with a trace of at most
 `MAX_CALLS` calls. By default each bug is hunted with seed 0; under the `thorough`
 Hypothesis profile (HYPOTHESIS_PROFILE=thorough) with every seed 0-9. The time each
@@ -16,7 +16,7 @@ import pytest
 
 from evictable.proofs.controls.bug import TARGETS
 from evictable.proofs.controls.catalogue import CATALOGUE, CLASSES, by_name
-from evictable.proofs.controls.hunt import MAX_CALLS, engines_for, hunt
+from evictable.proofs.obligations.hunt import MAX_CALLS, engines_for, hunt
 
 THOROUGH = os.environ.get("HYPOTHESIS_PROFILE") == "thorough"
 SEEDS = range(10) if THOROUGH else range(1)

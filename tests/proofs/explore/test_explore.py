@@ -28,9 +28,10 @@ from evictable.proofs.base.records import Status, run_one
 from evictable.proofs.controls import ARC_BUGS, SEEDED_BUGS, SeededBug
 from evictable.proofs.controls.manager import non_atomic_complete_load, non_atomic_prepare_load
 from evictable.proofs.explore import manager as explore_mod
-from evictable.proofs.explore.manager import explore, obligations
+from evictable.proofs.explore.manager import explore
 from evictable.proofs.explore.ops import Alphabet, Op, invoke
 from evictable.proofs.explore.state import encode
+from evictable.proofs.obligations.explore_manager import obligations
 
 TINY = Bounds(slots=2, keys=2, max_ref=1, batch=2)
 TINY_FAULTS = Bounds(slots=1, keys=2, max_ref=1, batch=2, faults=True)

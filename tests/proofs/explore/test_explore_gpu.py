@@ -12,9 +12,9 @@ from evictable.proofs.explore.gpu import (
     QueueBounds,
     QueueSubject,
     explore_gpu,
-    obligations,
     trace_text,
 )
+from evictable.proofs.obligations.explore_gpu import obligations
 
 QUEUE = QueueBounds(first=1, second=0, unlinked=1)
 POOL = PoolBounds(blocks=2, max_ref=1)

@@ -5,16 +5,19 @@ from __future__ import annotations
 import pytest
 
 from evictable.proofs.base.records import Status, run_one
-from evictable.proofs.explore import arc as bounded
-from evictable.proofs.explore.arc import _explore_model
-from evictable.proofs.registry import GROUPS
-from evictable.proofs.z3 import arc as z3_arc
+from evictable.proofs.explore.arc import explore_properties
+from evictable.proofs.obligations import explore_arc as bounded
+from evictable.proofs.obligations import z3_arc
+from evictable.proofs.obligations.registry import GROUPS
 
 OBLIGATIONS = [*z3_arc.obligations("quick"), *bounded.obligations("quick")]
 
 
 def test_arc_group_is_registered() -> None:
-    assert {"evictable.proofs.explore.arc", "evictable.proofs.z3.arc"} <= set(GROUPS)
+    assert {
+        "evictable.proofs.obligations.explore_arc",
+        "evictable.proofs.obligations.z3_arc",
+    } <= set(GROUPS)
     names = [ob.name for ob in OBLIGATIONS]
     assert len(names) == len(set(names))
     assert all(ob.negative is not None for ob in OBLIGATIONS)
@@ -29,7 +32,7 @@ def test_obligation_is_proved_and_its_negative_control_refuted(ob: object) -> No
 
 
 def test_exploration_is_exhaustive_and_nontrivial() -> None:
-    report = _explore_model(2, 3)  # shared with the quick-level obligations above
+    report = explore_properties(2, 3, bounded.PROPS)
     assert report.violation is None
     assert report.states > 1000
     assert report.depth > 10

@@ -17,9 +17,9 @@ from evictable.proofs.lockstep.conformance import (
     SIZES,
     ConformanceRecord,
     make_machine,
-    obligations,
     run_conformance,
 )
+from evictable.proofs.obligations.lockstep_conformance import obligations
 
 SMALL: dict[str, Any] = {"examples": 40, "steps": 25, "seed": 1}
 

@@ -13,8 +13,8 @@ from evictable.proofs.base.records import Status
 from evictable.proofs.cli.check_gpu import machine_findings
 from evictable.proofs.controls.gpu import SEEDED_QUEUES, RefCountScanner
 from evictable.proofs.explore.lazy import Bounds
+from evictable.proofs.explore.lazy_contract import check_lazy
 from evictable.proofs.lockstep.gpu_machines import pool_machine, queue_machine, run_machine
-from evictable.proofs.lockstep.lazy_contract import check_lazy
 
 TINY = Bounds(num_blocks=2, window=1, hashes=("a",), max_ref=1, capacities=(1,))
 CONTRACTS = [

@@ -8,6 +8,7 @@ import pytest
 from evictable.impl.free_queue import FreeKVCacheBlockQueue
 from evictable.impl.manager import CPUOffloadingManager
 from evictable.impl.policies.factory import create_policy
+from evictable.proofs.base.own_table import OwnTableManager, PlainPolicyManager, own_table_name
 from evictable.proofs.base.profiles import profile
 from evictable.proofs.controls.contract import (
     OwnTableKeepsAborted,
@@ -17,11 +18,6 @@ from evictable.proofs.controls.contract import (
 from evictable.proofs.controls.gpu import SEEDED_QUEUES
 from evictable.proofs.controls.policies import EvictionIgnoresProtected
 from evictable.proofs.explore.manager import CONTROL_BOUNDS, explore
-from evictable.proofs.lockstep.own_table import (
-    OwnTableManager,
-    PlainPolicyManager,
-    own_table_name,
-)
 from evictable.proofs.lockstep.policy_probe import policy_probe
 from evictable.proofs.lockstep.probes import construct_probe, evict_contract_probe
 from evictable.proofs.lockstep.queue_probes import queue_probe

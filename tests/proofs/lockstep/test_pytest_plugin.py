@@ -31,7 +31,7 @@ def test_a_leaky_manager_is_not(evictable_check):
 CONFTEST = """
 from hypothesis import settings
 
-pytest_plugins = ["evictable.proofs.lockstep.pytest_plugin"]
+pytest_plugins = ["evictable.proofs.check.plugin"]
 settings.register_profile("small", max_examples=30, stateful_step_count=20)
 settings.load_profile("small")
 """

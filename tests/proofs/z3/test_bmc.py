@@ -8,6 +8,7 @@ import pytest
 from evictable.model.lifecycle import CPU_MACHINE
 from evictable.proofs.base.records import Kind, Status
 from evictable.proofs.controls import SEEDED_BUGS
+from evictable.proofs.obligations import z3_bmc
 from evictable.proofs.z3 import bmc
 from tests.obligation_checks import TIMEOUT_S
 
@@ -21,15 +22,15 @@ def test_every_call_sequence_of_the_manager_keeps_every_claim() -> None:
 
 
 def test_the_obligation_is_bounded_by_the_levels_depth() -> None:
-    (ob,) = bmc.obligations("quick")
+    (ob,) = z3_bmc.obligations("quick")
     assert ob.kind is Kind.BOUNDED
-    assert f"<= {bmc.BOUNDS['quick'].depth} calls" in ob.bounds
-    assert bmc.BOUNDS["thorough"].depth > bmc.BOUNDS["default"].depth
+    assert f"<= {z3_bmc.BOUNDS['quick'].depth} calls" in ob.bounds
+    assert z3_bmc.BOUNDS["thorough"].depth > z3_bmc.BOUNDS["default"].depth
 
 
 def test_the_seeded_variants_are_seeded_bugs_of_the_controls() -> None:
     known = {b.name for b in SEEDED_BUGS}
-    assert set(bmc.SEEDED_VARIANTS(CPU_MACHINE)) <= known
+    assert set(z3_bmc.SEEDED_VARIANTS(CPU_MACHINE)) <= known
 
 
 TRACES = {
@@ -42,8 +43,8 @@ TRACES = {
 
 @pytest.mark.parametrize("bug", sorted(TRACES))
 def test_a_seeded_bug_appears_as_a_shortest_trace(bug: str) -> None:
-    variant = bmc.SEEDED_VARIANTS(CPU_MACHINE)[bug]
-    outcome = bmc.bmc(bmc.CONTROL, TIMEOUT_S, variant=variant)
+    variant = z3_bmc.SEEDED_VARIANTS(CPU_MACHINE)[bug]
+    outcome = bmc.bmc(z3_bmc.CONTROL, TIMEOUT_S, variant=variant)
     assert outcome.status is Status.COUNTEREXAMPLE
     length, call, claim = TRACES[bug]
     text = outcome.counterexample

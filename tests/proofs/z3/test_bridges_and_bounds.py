@@ -17,10 +17,13 @@ from evictable.proofs.controls.encodings import (
     SLOT_BUGS,
 )
 from evictable.proofs.controls.tables import step_ignoring_guards
-from evictable.proofs.z3 import bound, bridges
+from evictable.proofs.obligations import refine_bound, refine_bridges
+from evictable.proofs.refine import bound, bridges
 from tests.obligation_checks import assert_proved, refuted_control
 
-OBLIGATIONS = {ob.name: ob for ob in [*bridges.obligations("quick"), *bound.obligations("quick")]}
+OBLIGATIONS = {
+    ob.name: ob for ob in [*refine_bridges.obligations("quick"), *refine_bound.obligations("quick")]
+}
 
 
 def test_every_binding_is_an_exploration() -> None:

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evictable.impl.free_queue import FreeKVCacheBlockQueue, KVCacheBlock
-from evictable.proofs.z3.bridges import encode_queue, ground_queue
+from evictable.proofs.refine.bridges import encode_queue, ground_queue
 from evictable.proofs.z3.free_queue import (
     QState,
     op_append_n,

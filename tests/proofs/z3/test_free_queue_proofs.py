@@ -6,7 +6,8 @@ import pytest
 
 from evictable.model.lifecycle import GPU_MACHINE, Hook
 from evictable.proofs.base.records import Status, run_one
-from evictable.proofs.z3.free_queue import check_table, check_wf, obligations
+from evictable.proofs.obligations.z3_free_queue import obligations
+from evictable.proofs.z3.free_queue import check_table, check_wf
 
 OBLIGATIONS = {ob.name: ob for ob in obligations("quick")}
 

@@ -7,6 +7,7 @@ import pytest
 
 from evictable.model.lifecycle import CPU_MACHINE
 from evictable.proofs.base.records import Status
+from evictable.proofs.obligations import z3_counters
 from evictable.proofs.z3 import counters
 from evictable.proofs.z3.counter_rules import (
     COUNTER_RULES,
@@ -17,7 +18,7 @@ from evictable.proofs.z3.counter_rules import (
 from evictable.proofs.z3.manager_ops import OPS, Variant
 from tests.obligation_checks import TIMEOUT_S, assert_proved, refuted_control
 
-OBLIGATIONS = {ob.name: ob for ob in counters.obligations("quick")}
+OBLIGATIONS = {ob.name: ob for ob in z3_counters.obligations("quick")}
 
 
 def test_every_operation_that_updates_a_counter_has_an_obligation() -> None:
@@ -56,6 +57,6 @@ def test_the_rule_is_the_implementations_arithmetic() -> None:
 
 
 def test_batch_bound_grows_with_level() -> None:
-    quick = counters.obligations("quick")[0].bounds
-    thorough = counters.obligations("thorough")[0].bounds
+    quick = z3_counters.obligations("quick")[0].bounds
+    thorough = z3_counters.obligations("thorough")[0].bounds
     assert "<= 2 keys" in quick and "<= 4 keys" in thorough

@@ -8,11 +8,12 @@ import pytest
 from evictable.model.lifecycle import CPU_MACHINE, CpuEvent, CpuState
 from evictable.proofs.base.records import Kind, Status
 from evictable.proofs.controls import tables
+from evictable.proofs.obligations import z3_enabledness
 from evictable.proofs.z3 import enabledness
 from evictable.proofs.z3.enabledness import SPEC, Class
 from tests.obligation_checks import TIMEOUT_S, assert_proved, refuted_control
 
-OBLIGATIONS = {ob.name: ob for ob in enabledness.obligations("quick")}
+OBLIGATIONS = {ob.name: ob for ob in z3_enabledness.obligations("quick")}
 
 
 def test_the_spec_names_one_class_for_every_state_and_event() -> None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from evictable.proofs.base.records import Status
+from evictable.proofs.obligations import z3_eviction
 from evictable.proofs.z3 import eviction, slots
 from evictable.proofs.z3.eviction import Walk
 from evictable.proofs.z3.slots import Allocator
 from tests.obligation_checks import TIMEOUT_S, assert_proved, refuted_control
 
-OBLIGATIONS = {ob.name: ob for ob in eviction.obligations("quick")}
+OBLIGATIONS = {ob.name: ob for ob in z3_eviction.obligations("quick")}
 
 
 @pytest.mark.parametrize("name", sorted(OBLIGATIONS))

@@ -18,11 +18,12 @@ from evictable.model.lifecycle import (
     Transition,
 )
 from evictable.proofs.base.records import Result, Status, run_all
-from evictable.proofs.registry import collect
+from evictable.proofs.obligations import z3_lifecycle
+from evictable.proofs.obligations.registry import collect
 from evictable.proofs.z3 import lifecycle as lc
 from tests.obligation_checks import TIMEOUT_S, assert_proved, refuted_control
 
-OBLIGATIONS = {ob.name: ob for ob in lc.obligations("quick")}
+OBLIGATIONS = {ob.name: ob for ob in z3_lifecycle.obligations("quick")}
 
 
 def test_obligations_cover_every_row_of_both_tables() -> None:
@@ -59,7 +60,7 @@ def test_consecution_counterexample_names_transition_block_and_invariant() -> No
 
 
 def _run_lifecycle_group() -> list[Result]:
-    return run_all(collect("quick", ("evictable.proofs.z3.lifecycle",)), timeout_s=TIMEOUT_S)
+    return run_all(collect("quick", ("evictable.proofs.obligations.z3_lifecycle",)), timeout_s=TIMEOUT_S)
 
 
 def _row(event: CpuEvent, source: CpuState, target: CpuState) -> int:

@@ -9,12 +9,13 @@ import pytest
 
 from evictable.model.lifecycle import CPU_MACHINE, CpuEvent, CpuState
 from evictable.proofs.base.records import Kind, Status
+from evictable.proofs.obligations import z3_manager
 from evictable.proofs.z3 import manager
 from evictable.proofs.z3.manager_ops import OPS, Variant
 from evictable.proofs.z3.manager_state import UNBOUNDED, invariant
 from tests.obligation_checks import TIMEOUT_S, assert_proved, refuted_control
 
-OBLIGATIONS = {ob.name: ob for ob in manager.obligations("quick")}
+OBLIGATIONS = {ob.name: ob for ob in z3_manager.obligations("quick")}
 
 
 def test_every_operation_has_a_consecution_obligation() -> None:

@@ -34,7 +34,7 @@ from evictable.model.lifecycle import (
 )
 from evictable.model.manager import ModelManager
 from evictable.model.types import LruPolicySnapshot, ManagerSnapshot
-from evictable.proofs.z3.bridges import Oracle
+from evictable.proofs.refine.bridges import Oracle
 from evictable.proofs.z3.encode import concrete_terms, rejects_term, state_sort, step_term
 
 _ORACLES = {m.name: Oracle(m) for m in (CPU_MACHINE, GPU_MACHINE)}

@@ -13,17 +13,17 @@ from evictable.model import lifecycle
 from evictable.model.lifecycle import CpuEvent, CpuState, Hook, Machine, Transition
 from evictable.proofs.base.records import Obligation, run_all
 from evictable.proofs.controls.tables import TABLE_MUTANTS
-from evictable.proofs.registry import collect
+from evictable.proofs.obligations.registry import collect
 from evictable.proofs.z3 import counters, enabledness, manager  # noqa: F401 (imported first)
 from evictable.proofs.z3 import lifecycle as lc  # noqa: F401
 from evictable.proofs.z3.encode import HookFn
 from tests.obligation_checks import TIMEOUT_S
 
 Z3_GROUPS = (
-    "evictable.proofs.z3.lifecycle",
-    "evictable.proofs.z3.enabledness",
-    "evictable.proofs.z3.manager",
-    "evictable.proofs.z3.counters",
+    "evictable.proofs.obligations.z3_lifecycle",
+    "evictable.proofs.obligations.z3_enabledness",
+    "evictable.proofs.obligations.z3_manager",
+    "evictable.proofs.obligations.z3_counters",
 )
 
 FAILS: dict[str, set[str]] = {

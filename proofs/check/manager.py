@@ -12,7 +12,7 @@
 
 and groups the findings of both by class (`base.findings.group`: the shortest
 trace of each class wins, whichever engine found it). The pytest entry point
-(`lockstep.pytest_plugin`) and the command line both call it.
+(`check.plugin`) and the command line both call it.
 """
 
 from __future__ import annotations

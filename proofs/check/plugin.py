@@ -2,7 +2,7 @@
 
 Opt in from a `conftest.py`:
 
-    pytest_plugins = ["evictable.proofs.lockstep.pytest_plugin"]
+    pytest_plugins = ["evictable.proofs.check.plugin"]
 
 and ask for the `evictable_check` fixture, a callable that runs the engines against
 your factory under any contract and fails the test with every finding (one per
@@ -106,8 +106,8 @@ def evictable_check(request: pytest.FixtureRequest) -> Callable[..., None]:
         **choices: Any,
     ) -> None:
         from evictable.proofs.base.profiles import profile
+        from evictable.proofs.check.manager import check_manager
         from evictable.proofs.cli.check import findings_block
-        from evictable.proofs.lockstep.check import check_manager
 
         try:
             chosen = (

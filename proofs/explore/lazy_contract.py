@@ -22,7 +22,7 @@ pool and scanner, and checks in every state:
   finding with the shortest trace that leads there.
 
 The search runs in rounds, masking the classes already found (as the manager's
-explorer, `lockstep.check`). Traces print as runnable snippets that build the pool
+explorer, `check.manager`). Traces print as runnable snippets that build the pool
 and scanner with their own factories.
 """
 
@@ -314,7 +314,7 @@ class _Subject:
         b = self.bounds
         lines = [
             *dict.fromkeys([pool_imp, scan_imp]),
-            "from evictable.proofs.lockstep.lazy_contract import Capacity",
+            "from evictable.proofs.explore.lazy_contract import Capacity",
             "capacity = Capacity([0])",
             f"pool = {pool_name}({b.num_blocks + 1})",
             f"scanner = {scan_name}(pool, {b.window}, capacity)",

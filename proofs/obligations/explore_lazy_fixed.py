@@ -1,0 +1,47 @@
+"""The obligations of `explore.lazy_fixed`, each paired with its negative control."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from evictable.impl.lazy_offload import LazyOffloadScanner
+from evictable.proofs.base.levels import Level
+from evictable.proofs.base.records import Kind, Obligation, Outcome, Status, proved, refuted
+from evictable.proofs.explore.lazy_fixed import BOUNDS, FIXED, fixed_capacity_search
+
+
+def obligations(level: Level) -> list[Obligation]:
+    """`lazy.fixed_capacity` (the same bounds at every level: they are small), whose
+    negative control is a scanner that ignores an int capacity."""
+    from evictable.proofs.controls.scanners import CAPACITY_IGNORED
+
+    def check(classes: dict[int, type[LazyOffloadScanner]] | None) -> Callable[[float], Outcome]:
+        def run(_timeout_s: float) -> Outcome:
+            for k in FIXED:
+                out = fixed_capacity_search(BOUNDS, k, classes)
+                if out.found is not None:
+                    return refuted(f"capacity {k}: {out.found.reason}")
+                if not out.complete:
+                    return Outcome(Status.UNKNOWN, f"capacity {k}: incomplete")
+            return proved(f"capacities {sorted(FIXED)}: every edge agrees")
+
+        return run
+
+    return [
+        Obligation(
+            name="lazy.fixed_capacity",
+            statement=(
+                "impl.LazyOffloadScanner built with an int capacity matches the model on "
+                "every edge of the exhaustive search"
+            ),
+            check=check(None),
+            negative=check(CAPACITY_IGNORED),
+            negative_statement="the search catches a scanner that ignores an int capacity",
+            tags=("lazy", "explore", "impl"),
+            kind=Kind.EXPLORED,
+            bounds=(
+                f"num_blocks={BOUNDS.num_blocks} window={BOUNDS.window} hashes=a "
+                f"max_ref={BOUNDS.max_ref}, capacity {sorted(FIXED)} given as an int"
+            ),
+        )
+    ]

@@ -18,7 +18,7 @@ from typing import Any
 
 from evictable.proofs.base.compare import Kind
 
-__all__ = ["Finding", "factory_source", "group", "snippet"]
+__all__ = ["Finding", "factory_source", "findings_block", "group", "snippet"]
 
 
 @dataclass(frozen=True)
@@ -101,3 +101,12 @@ def group(findings: Iterable[Finding]) -> tuple[Finding, ...]:
         Finding(f.kind, f.engine, f.reason, f.trace, f.snippet, f.calls, hits[k])
         for k, f in best.items()
     )
+
+
+def findings_block(findings: tuple[Finding, ...]) -> str:
+    """The verdict line and one block per class of finding."""
+    if not findings:
+        return "verdict: conforms (no finding)"
+    classes = ", ".join(f.kind.value for f in findings)
+    head = f"verdict: REJECTED -- {len(findings)} class(es) of finding: {classes}"
+    return "\n\n".join([head, *(f.text() for f in findings)])

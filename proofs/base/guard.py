@@ -134,7 +134,7 @@ class step_guard:
 
     def __init__(self, bound_s: float | None = None) -> None:
         self.bound_s = bound_s
-        self.previous: Any = _KEEP
+        self.previous: Any = KEEP_REF
 
     def __enter__(self) -> None:
         if not available():
@@ -162,9 +162,9 @@ class step_guard:
             return
         signal.setitimer(signal.ITIMER_REAL, 0)
         previous = self.previous
-        if previous is not _KEEP and previous not in (signal.SIG_DFL, None):
+        if previous is not KEEP_REF and previous not in (signal.SIG_DFL, None):
             signal.signal(signal.SIGALRM, previous)  # someone else's handler: give it back
 
 
-_KEEP: Any = object()
+KEEP_REF: Any = object()
 """`step_guard.previous` when it installed no handler (ours stays installed: harmless)."""

@@ -105,9 +105,9 @@ def evictable_check(request: pytest.FixtureRequest) -> Callable[..., None]:
         steps: int | None = None,
         **choices: Any,
     ) -> None:
+        from evictable.proofs.base.findings import findings_block
         from evictable.proofs.base.profiles import profile
         from evictable.proofs.check.manager import check_manager
-        from evictable.proofs.cli.check import findings_block
 
         try:
             chosen = (

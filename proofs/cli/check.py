@@ -28,15 +28,21 @@ from typing import Any
 from evictable.model.manager import MODEL_POLICIES
 from evictable.proofs.base.compare import Errors
 from evictable.proofs.base.contract import Contract, ContractError, Inputs, Mode, resolve
-from evictable.proofs.base.findings import Finding
+from evictable.proofs.base.findings import findings_block
+from evictable.proofs.base.profiles import MissingProfileError, profile
+from evictable.proofs.check.manager import check_manager
+from evictable.proofs.check.setup import SetupError, load_factory, probe_manager
+from evictable.proofs.cli.args import count
+from evictable.proofs.cli.check_gpu import check_gpu
 from evictable.proofs.cli.errors import UsageError
+from evictable.proofs.cli.report import exploration_fields
 
-__all__ = ["TARGETS", "add_parser", "contract_of", "findings_block"]
+__all__ = ["TARGETS", "add_parser", "cmd_check", "contract_of"]
 
 TARGETS = ("manager", "free-queue", "block-pool", "lazy")
 
 
-def add_parser(subparsers: Any, count: Any) -> None:
+def add_parser(subparsers: Any) -> None:
     """Add `check` to the `evictable` parser (`count`: the positive-int argument type)."""
     p = subparsers.add_parser(
         "check",
@@ -103,40 +109,23 @@ def contract_of(factory: object, args: argparse.Namespace) -> Contract:
         raise UsageError(f"evictable check: {exc}") from None
 
 
-def findings_block(findings: tuple[Finding, ...]) -> str:
-    """The verdict line and one block per class of finding."""
-    if not findings:
-        return "verdict: conforms (no finding)"
-    classes = ", ".join(f.kind.value for f in findings)
-    head = f"verdict: REJECTED -- {len(findings)} class(es) of finding: {classes}"
-    return "\n\n".join([head, *(f.text() for f in findings)])
-
-
 def cmd_check(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
-    from evictable.proofs.cli.commands import CheckSetupError, load_factory
-
     t0 = time.perf_counter()
     try:
         factory = load_factory(args.spec)
         pool = load_factory(args.pool) if args.pool is not None else None
-    except CheckSetupError as exc:
-        raise CheckSetupError(f"evictable check: {exc}") from None
+    except SetupError as exc:
+        raise UsageError(f"evictable check: {exc}") from None
     import_s = time.perf_counter() - t0
     contract = contract_of(factory, args)
     if args.target == "manager":
         return _check_manager(args, factory, contract, import_s)
-    from evictable.proofs.cli.check_gpu import check_gpu
-
     return check_gpu(args, factory, pool, contract, import_s)
 
 
 def _check_manager(
     args: argparse.Namespace, factory: Any, contract: Contract, import_s: float
 ) -> tuple[int, dict[str, Any]]:
-    from evictable.proofs.base.profiles import MissingProfileError, profile
-    from evictable.proofs.check.manager import check_manager
-    from evictable.proofs.cli.commands import exploration_fields, probe_manager
-
     policy = args.policy or getattr(factory, "evictable_policy", "lru")
     if policy not in MODEL_POLICIES:
         raise UsageError(
@@ -146,7 +135,10 @@ def _check_manager(
         bounds = profile(policy).check
     except MissingProfileError as exc:
         raise UsageError(f"evictable check: {exc}") from None
-    probe_manager(factory, policy, contract)
+    try:
+        probe_manager(factory, policy, contract)
+    except SetupError as exc:
+        raise UsageError(f"evictable check: {exc}") from None
     print(f"evictable check {args.spec} (target manager, policy {policy!r})")
     print(f"contract: {contract.describe()}")
     print(f"import and construction: {import_s:.1f}s")

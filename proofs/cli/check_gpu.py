@@ -31,8 +31,7 @@ from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
 from evictable.proofs.base.compare import Kind
 from evictable.proofs.base.contract import Contract
-from evictable.proofs.base.findings import Finding
-from evictable.proofs.cli.check import findings_block
+from evictable.proofs.base.findings import Finding, findings_block
 from evictable.proofs.lockstep.gpu import GpuConformanceFailure
 from evictable.proofs.lockstep.settings import engine_settings
 

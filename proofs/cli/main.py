@@ -1,8 +1,9 @@
 """The `evictable` command.
 
-Subcommands: `verify` (every obligation, `cli.verify`), `check`, `explore`,
-`replay` (`cli.commands`), `diagram` (raw Mermaid or DOT from the lifecycle table)
-and `bench` (runs `bench/` from a checkout; the benchmarks are not installed).
+Subcommands: `verify` (every obligation, `cli.verify`), `check` (`cli.check`),
+`explore` (`cli.explore`), `replay` (`cli.replay`), `diagram` (raw Mermaid or DOT
+from the lifecycle table) and `bench` (runs `bench/` from a checkout; the benchmarks
+are not installed).
 
 Exit codes, on every path: **0** the claims hold (or the implementation conforms,
 or the trace matches); **1** a finding (a counterexample, a divergence, a failed
@@ -24,7 +25,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import evictable
-from evictable.proofs.cli import commands
+from evictable.proofs.cli import check as check_cmd
+from evictable.proofs.cli import explore as explore_cmd
+from evictable.proofs.cli import replay as replay_cmd
 from evictable.proofs.cli import verify as verify_cmd
 from evictable.proofs.cli.errors import UsageError
 from evictable.proofs.cli.report import envelope, write_report
@@ -96,7 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"evictable {evictable.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     verify_cmd.add_parser(sub)
-    commands.add_parsers(sub)
+    explore_cmd.add_parser(sub)
+    check_cmd.add_parser(sub)
+    replay_cmd.add_parser(sub)
     p = sub.add_parser("diagram", help="print the lifecycle diagram (raw Mermaid or DOT)")
     p.add_argument("--format", choices=("mermaid", "dot"), default="mermaid")
     p.add_argument("--machine", choices=("cpu", "gpu"), default="cpu")

@@ -1,443 +1,87 @@
-"""Trace replay: check a recorded sequence of manager calls against the model.
+"""`evictable replay TRACE.jsonl`: a recorded trace of manager calls against the model.
 
-`evictable replay TRACE.jsonl` reads a trace in the JSON Lines format below, makes
-every call on a fresh `model.manager.ModelManager`, and reports the first call
-whose recorded outcome differs from the model's, with its line number.
+```
+evictable replay TRACE.jsonl [--num-blocks N --policy P --events] [--json PATH]
+```
 
-Format (UTF-8, one JSON object per line; blank lines are skipped):
-
-* Optional header, first non-blank line:
-  `{"num_blocks": 4, "policy": "lru", "enable_events": false}`
-  (`policy` defaults to "lru", `enable_events` to false). Without a header the
-  constructor arguments come from the command line (`--num-blocks` ...).
-* One call per line: `{"op": OP, "args": {...}, "result": R}` or
-  `{"op": OP, "args": {...}, "error": {"type": NAME, "keys": [K, ...]}}`;
-  exactly one of `result` / `error`. `args` may be omitted for calls without one.
-
-| op | args | result |
-|---|---|---|
-| `lookup` | `{"key": K}` | `"miss"`, `"hit_pending"` or `"hit"` |
-| `prepare_store` | `{"keys": [K...]}` | `null` or `{"keys_to_store": [K...],` |
-| | | `"slot_ids": [int...], "evicted_keys": [K...]}` |
-| `complete_store` | `{"keys": [K...], "success": bool}` (success optional, true) | `[K...]` |
-| `prepare_load` | `{"keys": [K...]}` | `[int...]` |
-| `complete_load`, `touch` | `{"keys": [K...]}` | `null` |
-| `reset_cache` | none | `null` |
-| `take_events` | none | `[{"keys": [K...], "removed": bool}, ...]` |
-| `num_evictable`, `num_pending` | none | int |
-
-A key `K` is a JSON string, an integer, or `{"hex": "..."}` for bytes (vLLM's
-block hashes). An error's `type` is the class name (e.g. `BlockNotFoundError`);
-its `keys`, when given, must equal the model error's `keys`.
-
-A line that is not valid JSON, not an object, names an unknown op or field, or
-has a value of the wrong shape raises `TraceFormatError` (a `ValueError`) naming
-the line number; nothing is replayed then.
+The trace format is `check.replay` (docs/conformance.md). Exit codes: 0 the trace
+matches the model, 1 it diverges (the first divergence is printed), 2 could not run.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
-from dataclasses import dataclass
-from pathlib import Path
+import argparse
 from typing import Any
 
-from evictable.model.errors import LifecycleError
-from evictable.model.manager import ModelManager
-from evictable.model.types import Key, LookupResult, OffloadingEvent, PrepareStoreOutput
+from evictable.proofs.check.replay import Header, TraceFormatError, parse_trace, replay_file
+from evictable.proofs.cli.args import count
+from evictable.proofs.cli.errors import UsageError
 
-__all__ = [
-    "Call",
-    "Divergence",
-    "Header",
-    "ReplayReport",
-    "TraceFormatError",
-    "decode_key",
-    "encode_key",
-    "encode_result",
-    "parse_trace",
-    "replay_file",
-    "replay_lines",
-    "trace_line",
-]
+__all__ = ["add_parser", "cmd_replay"]
 
 
-class TraceFormatError(ValueError):
-    """A trace line is malformed; `line` is its 1-based number."""
-
-    def __init__(self, line: int, message: str) -> None:
-        self.line = line
-        self.reason = message
-        super().__init__(f"line {line}: {message}")
-
-
-@dataclass(frozen=True)
-class Header:
-    num_blocks: int
-    policy: str = "lru"
-    enable_events: bool = False
-
-
-@dataclass(frozen=True)
-class Call:
-    """One parsed call: `expect` is the decoded result, or an `(type, keys)` error."""
-
-    line: int
-    op: str
-    args: dict[str, Any]
-    raised: bool
-    expect: Any
-
-    def text(self) -> str:
-        if "key" in self.args:
-            return f"{self.op}({self.args['key']!r})"
-        if "keys" not in self.args:
-            return f"{self.op}()"
-        extra = "" if self.args.get("success", True) else ", success=False"
-        return f"{self.op}({list(self.args['keys'])!r}{extra})"
-
-
-@dataclass(frozen=True)
-class Divergence:
-    line: int
-    call: str
-    recorded: str
-    model: str
-
-
-@dataclass(frozen=True)
-class ReplayReport:
-    header: Header
-    calls: int
-    divergence: Divergence | None
-
-    @property
-    def ok(self) -> bool:
-        return self.divergence is None
-
-    def text(self) -> str:
-        h = self.header
-        head = (
-            f"replayed {self.calls} calls on ModelManager({h.num_blocks}, "
-            f"{h.policy!r}, {h.enable_events})"
-        )
-        d = self.divergence
-        if d is None:
-            return f"{head}: every recorded outcome matches the model"
-        return (
-            f"{head}: first divergence at line {d.line}: {d.call}\n"
-            f"  recorded: {d.recorded}\n  model:    {d.model}"
-        )
-
-
-# ------------------------------------------------------------------ keys and values
-
-
-def encode_key(key: Key) -> Any:
-    """A key as JSON: str and int as is, bytes as `{"hex": ...}`."""
-    if isinstance(key, bytes):
-        return {"hex": key.hex()}
-    if isinstance(key, str) or (isinstance(key, int) and not isinstance(key, bool)):
-        return key
-    raise TypeError(f"key {key!r} has no JSON encoding (use str, int or bytes)")
-
-
-def decode_key(value: Any, line: int) -> Key:
-    """A JSON key: a string, an integer, or `{"hex": "..."}` (bytes)."""
-    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
-        return value
-    if isinstance(value, dict) and set(value) == {"hex"} and isinstance(value["hex"], str):
-        try:
-            return bytes.fromhex(value["hex"])
-        except ValueError:
-            raise TraceFormatError(line, f"bad hex key {value['hex']!r}") from None
-    raise TraceFormatError(
-        line, f'a key must be a string, an integer or {{"hex": ...}}, got {json.dumps(value)}'
+def add_parser(subparsers: Any) -> None:
+    """Add `replay` to the `evictable` parser."""
+    p = subparsers.add_parser(
+        "replay",
+        help="check a recorded JSONL trace against the model",
+        description="Replay recorded manager calls on the model and report the first "
+        "divergence (format: docs/conformance.md).",
     )
+    p.add_argument("trace", metavar="TRACE.jsonl")
+    p.add_argument(
+        "--num-blocks",
+        type=count(0),
+        default=None,
+        help="constructor argument when the trace has no header (overrides it)",
+    )
+    p.add_argument("--policy", default=None, help="policy (overrides the header)")
+    p.add_argument(
+        "--events", action="store_true", default=None, help="enable events (overrides the header)"
+    )
+    p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
+    p.set_defaults(handler=cmd_replay)
 
 
-def _keys(value: Any, line: int, what: str) -> list[Key]:
-    if not isinstance(value, list):
-        raise TraceFormatError(line, f"{what} must be a list of keys, got {json.dumps(value)}")
-    return [decode_key(v, line) for v in value]
-
-
-def _ints(value: Any, line: int, what: str) -> list[int]:
-    if not isinstance(value, list) or not all(
-        isinstance(v, int) and not isinstance(v, bool) for v in value
-    ):
-        raise TraceFormatError(line, f"{what} must be a list of integers, got {json.dumps(value)}")
-    return list(value)
-
-
-def _null(value: Any, line: int, op: str) -> None:
-    if value is not None:
-        raise TraceFormatError(line, f"{op} returns null, got {json.dumps(value)}")
-
-
-def _result(op: str, value: Any, line: int) -> Any:
-    """The recorded result decoded into the Python value the manager returns."""
-    if op == "lookup":
-        try:
-            return LookupResult(value)
-        except ValueError:
-            raise TraceFormatError(
-                line, f"lookup result must be one of {[r.value for r in LookupResult]}"
-            ) from None
-    if op == "prepare_store":
-        if value is None:
-            return None
-        fields = {"keys_to_store", "slot_ids", "evicted_keys"}
-        if not isinstance(value, dict) or set(value) != fields:
-            raise TraceFormatError(
-                line,
-                f"prepare_store result must be null or an object with exactly {sorted(fields)}",
-            )
-        return PrepareStoreOutput(
-            _keys(value["keys_to_store"], line, "keys_to_store"),
-            _ints(value["slot_ids"], line, "slot_ids"),
-            _keys(value["evicted_keys"], line, "evicted_keys"),
-        )
-    if op == "complete_store":
-        return _keys(value, line, "complete_store result")
-    if op == "prepare_load":
-        return _ints(value, line, "prepare_load result")
-    if op == "take_events":
-        if not isinstance(value, list):
-            raise TraceFormatError(line, "take_events result must be a list of events")
-        events = []
-        for ev in value:
-            if (
-                not isinstance(ev, dict)
-                or set(ev) != {"keys", "removed"}
-                or not isinstance(ev["removed"], bool)
-            ):
-                raise TraceFormatError(line, 'an event must be {"keys": [...], "removed": bool}')
-            events.append(
-                OffloadingEvent(tuple(_keys(ev["keys"], line, "event keys")), ev["removed"])
-            )
-        return events
-    if op in ("num_evictable", "num_pending"):
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise TraceFormatError(line, f"{op} must be an integer")
-        return value
-    _null(value, line, op)
-    return None
-
-
-_ARGS: dict[str, frozenset[str]] = {
-    "lookup": frozenset({"key"}),
-    "prepare_store": frozenset({"keys"}),
-    "complete_store": frozenset({"keys", "success"}),
-    "prepare_load": frozenset({"keys"}),
-    "complete_load": frozenset({"keys"}),
-    "touch": frozenset({"keys"}),
-    "reset_cache": frozenset(),
-    "take_events": frozenset(),
-    "num_evictable": frozenset(),
-    "num_pending": frozenset(),
-}
-_REQUIRED: dict[str, frozenset[str]] = {op: names - {"success"} for op, names in _ARGS.items()}
-
-
-def _args(op: str, raw: Any, line: int) -> dict[str, Any]:
-    if not isinstance(raw, dict):
-        raise TraceFormatError(line, f"args must be an object, got {json.dumps(raw)}")
-    extra, missing = set(raw) - _ARGS[op], _REQUIRED[op] - set(raw)
-    if extra or missing:
-        raise TraceFormatError(
-            line,
-            f"{op} takes args {sorted(_ARGS[op])}; "
-            f"unknown {sorted(extra)}, missing {sorted(missing)}",
-        )
-    out: dict[str, Any] = {}
-    if "key" in raw:
-        out["key"] = decode_key(raw["key"], line)
-    if "keys" in raw:
-        out["keys"] = _keys(raw["keys"], line, "keys")
-    if "success" in raw:
-        if not isinstance(raw["success"], bool):
-            raise TraceFormatError(line, "success must be true or false")
-        out["success"] = raw["success"]
-    return out
-
-
-def _error(raw: Any, line: int) -> tuple[str, tuple[Key, ...] | None]:
-    if (
-        not isinstance(raw, dict)
-        or "type" not in raw
-        or not set(raw) <= {"type", "keys"}
-        or not isinstance(raw["type"], str)
-        or not raw["type"].isidentifier()
-    ):
-        raise TraceFormatError(
-            line, 'error must be {"type": "ErrorName", "keys": [...]} (keys optional)'
-        )
-    keys = tuple(_keys(raw["keys"], line, "error keys")) if "keys" in raw else None
-    return raw["type"], keys
-
-
-def _header(obj: dict[str, Any], line: int) -> Header:
-    allowed = {"num_blocks", "policy", "enable_events"}
-    if set(obj) - allowed:
-        raise TraceFormatError(line, f"unknown header fields {sorted(set(obj) - allowed)}")
-    nb, pol, ev = obj.get("num_blocks"), obj.get("policy", "lru"), obj.get("enable_events", False)
-    if not isinstance(nb, int) or isinstance(nb, bool) or nb < 0:
-        raise TraceFormatError(line, "header num_blocks must be a non-negative integer")
-    if not isinstance(pol, str) or not isinstance(ev, bool):
-        raise TraceFormatError(line, "header policy must be a string, enable_events a boolean")
-    return Header(nb, pol, ev)
-
-
-def parse_trace(lines: Iterable[str]) -> tuple[Header | None, list[Call]]:
-    """Parse a whole trace (raising `TraceFormatError` on the first malformed line)."""
-    header: Header | None = None
-    calls: list[Call] = []
-    seen_any = False
-    for no, text in enumerate(lines, start=1):
-        if not text.strip():
-            continue
-        try:
-            obj = json.loads(text.strip())
-        except json.JSONDecodeError as exc:
-            raise TraceFormatError(no, f"not valid JSON: {exc.msg} (column {exc.colno})") from None
-        if not isinstance(obj, dict):
-            raise TraceFormatError(no, f"expected a JSON object, got {type(obj).__name__}")
-        if "op" not in obj:
-            if seen_any or "num_blocks" not in obj:
-                raise TraceFormatError(
-                    no, 'missing "op" (only the first line may be a header with "num_blocks")'
-                )
-            header = _header(obj, no)
-            seen_any = True
-            continue
-        seen_any = True
-        op = obj["op"]
-        if not isinstance(op, str) or op not in _ARGS:
-            raise TraceFormatError(no, f"unknown op {json.dumps(op)}; known: {sorted(_ARGS)}")
-        unknown = set(obj) - {"op", "args", "result", "error"}
-        if unknown:
-            raise TraceFormatError(no, f"unknown fields {sorted(unknown)}")
-        if ("result" in obj) == ("error" in obj):
-            raise TraceFormatError(no, 'exactly one of "result" and "error" is required')
-        args = _args(op, obj.get("args", {}), no)
-        if "error" in obj:
-            calls.append(Call(no, op, args, True, _error(obj["error"], no)))
-        else:
-            calls.append(Call(no, op, args, False, _result(op, obj["result"], no)))
-    return header, calls
-
-
-# ------------------------------------------------------------------ recording
-
-
-def encode_result(op: str, value: Any) -> Any:
-    """A manager's return value of `op` as the JSON the format expects."""
-    if op == "lookup":
-        return value.value if isinstance(value, LookupResult) else value
-    if op == "prepare_store" and isinstance(value, PrepareStoreOutput):
-        return {
-            "keys_to_store": [encode_key(k) for k in value.keys_to_store],
-            "slot_ids": list(value.slot_ids),
-            "evicted_keys": [encode_key(k) for k in value.evicted_keys],
-        }
-    if op == "complete_store" and isinstance(value, list):
-        return [encode_key(k) for k in value]
-    if op == "take_events" and isinstance(value, list):
-        return [{"keys": [encode_key(k) for k in ev.keys], "removed": ev.removed} for ev in value]
-    return value
-
-
-def trace_line(
-    op: str,
-    args: dict[str, Any] | None = None,
-    *,
-    result: Any = None,
-    error: BaseException | None = None,
-) -> str:
-    """One JSONL line recording a call and its outcome (a result, or `error`).
-
-    `args` holds Python values (`keys` as a list of keys, `key`, `success`).
-    """
-    raw: dict[str, Any] = {}
-    for name, value in (args or {}).items():
-        if name == "keys":
-            raw[name] = [encode_key(k) for k in value]
-        elif name == "key":
-            raw[name] = encode_key(value)
-        else:
-            raw[name] = value
-    line: dict[str, Any] = {"op": op, "args": raw}
-    if error is not None:
-        err: dict[str, Any] = {"type": type(error).__name__}
-        if isinstance(error, LifecycleError):
-            err["keys"] = [encode_key(k) for k in error.keys]
-        line["error"] = err
-    else:
-        line["result"] = encode_result(op, result)
-    return json.dumps(line)
-
-
-# ------------------------------------------------------------------ replay
-
-
-def _make_call(model: ModelManager, call: Call) -> tuple[bool, Any]:
-    a = call.args
+def cmd_replay(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
+    where = f"evictable replay: {args.trace}"
     try:
-        if call.op == "lookup":
-            return False, model.lookup(a["key"])
-        if call.op in ("num_evictable", "num_pending"):
-            return False, getattr(model, call.op)
-        if call.op in ("reset_cache", "take_events"):
-            return False, getattr(model, call.op)()
-        if call.op == "complete_store":
-            return False, model.complete_store(a["keys"], success=a.get("success", True))
-        return False, getattr(model, call.op)(a["keys"])
-    except LifecycleError as exc:
-        return True, exc
-
-
-def _show_error(name: str, keys: tuple[Key, ...] | None) -> str:
-    return f"raises {name}" + (f"(keys={keys!r})" if keys is not None else "")
-
-
-def replay_lines(lines: Iterable[str], header: Header | None = None) -> ReplayReport:
-    """Replay a trace given as lines; `header` overrides the trace's own header."""
-    found, calls = parse_trace(lines)
-    head = header or found
-    if head is None:
-        raise TraceFormatError(
-            1,
-            "no header line and no constructor arguments given "
-            '(add {"num_blocks": N} as the first line)',
-        )
-    try:
-        model = ModelManager(head.num_blocks, head.policy, head.enable_events)
-    except LifecycleError as exc:
-        raise TraceFormatError(1, f"the model rejects the header: {exc}") from None
-    for n, call in enumerate(calls, start=1):
-        raised, value = _make_call(model, call)
-        if call.raised:
-            name, keys = call.expect
-            recorded = _show_error(name, keys)
-            same = (
-                raised
-                and type(value).__name__ == name
-                and (keys is None or tuple(value.keys) == keys)
+        header = None
+        if args.num_blocks is not None or args.policy is not None or args.events is not None:
+            with open(args.trace, encoding="utf-8") as fh:
+                found, _ = parse_trace(fh)
+            nb = (
+                args.num_blocks
+                if args.num_blocks is not None
+                else (found.num_blocks if found else None)
             )
-        else:
-            recorded = f"-> {call.expect!r}"
-            same = not raised and value == call.expect
-        if not same:
-            shown = (
-                _show_error(type(value).__name__, tuple(value.keys)) if raised else f"-> {value!r}"
+            if nb is None:
+                raise TraceFormatError(1, "no header line: give --num-blocks")
+            header = Header(
+                nb,
+                args.policy or (found.policy if found else "lru"),
+                args.events if args.events is not None else bool(found and found.enable_events),
             )
-            return ReplayReport(head, n, Divergence(call.line, call.text(), recorded, shown))
-    return ReplayReport(head, len(calls), None)
-
-
-def replay_file(path: str | Path, header: Header | None = None) -> ReplayReport:
-    """Replay the trace in `path` (see the module docstring for the format)."""
-    with open(path, encoding="utf-8") as fh:
-        return replay_lines(fh, header)
+        report = replay_file(args.trace, header)
+    except TraceFormatError as exc:
+        raise UsageError(f"{where}:{exc.line}: {exc.reason}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{where}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    except OSError as exc:
+        raise UsageError(f"{where}: cannot read it: {exc.strerror}") from None
+    print(report.text())
+    d = report.divergence
+    h = report.header
+    return (0 if report.ok else 1), {
+        "trace": args.trace,
+        "header": {
+            "num_blocks": h.num_blocks,
+            "policy": h.policy,
+            "enable_events": h.enable_events,
+        },
+        "calls": report.calls,
+        "verdict": "matches" if report.ok else "diverges",
+        "divergence": None
+        if d is None
+        else {"line": d.line, "call": d.call, "recorded": d.recorded, "model": d.model},
+    }

@@ -8,10 +8,16 @@ the real model.
 from __future__ import annotations
 
 from collections.abc import Sequence, Set
+from typing import Any
 
 from evictable.model.arc import ModelArc, is_evictable_ref
+from evictable.model.invariants import Logic
 from evictable.model.policy import RefOf
 from evictable.model.types import Key
+from evictable.proofs.z3.arc import (
+    KeyView,
+    Params,
+)
 
 __all__ = [
     "EvictsPinned",
@@ -143,3 +149,31 @@ class TouchPromotesPending(ModelArc):
 def floor_division_b1_hit(target: float, b1: int, b2: int, capacity: int) -> float:
     """A plausible slip: the ratio computed with integer division."""
     return min(target + max(1, b2 // b1), capacity)
+
+
+def leaky_touch_relation(lg: Logic, k: KeyView, n: KeyView, p: Params) -> Any:
+    """Broken touch relation: a ready T1 key joins T2 but stays in T1."""
+    promoted = lg.and_(p.is_x, k.t1, lg.ge(k.ref, 0))
+    return lg.and_(
+        lg.implies(
+            promoted,
+            lg.and_(
+                n.t1,
+                n.t2,
+                lg.iff(n.b1, k.b1),
+                lg.iff(n.b2, k.b2),
+                lg.iff(n.res, k.res),
+                lg.eq(n.ref, k.ref),
+            ),
+        ),
+        lg.implies(
+            lg.not_(promoted),
+            lg.and_(
+                lg.iff(n.t1, k.t1),
+                lg.iff(n.t2, k.t2),
+                lg.iff(n.b1, k.b1),
+                lg.iff(n.b2, k.b2),
+                lg.iff(n.res, k.res),
+            ),
+        ),
+    )

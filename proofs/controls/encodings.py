@@ -10,13 +10,22 @@ these implementations with exactly those bugs, which must be caught.
 from __future__ import annotations
 
 from collections.abc import Iterable, Set
+from dataclasses import replace
+from typing import Any
 
 from evictable.impl.block import BlockStatus
 from evictable.impl.policies.arc import ARCCachePolicy
 from evictable.impl.policies.lru import LRUCachePolicy, unlink
 from evictable.impl.slots import SlotAllocator
+from evictable.model.lifecycle import CpuEvent, CpuState, Hook, Machine
 from evictable.model.types import Key
 from evictable.proofs.controls.policies import EvictionIgnoresProtected, TouchPromotesPending
+from evictable.proofs.controls.tables import overriding
+from evictable.proofs.z3.counter_rules import CallCounts, CounterRule, counters_after
+from evictable.proofs.z3.lifecycle import row_index
+from evictable.proofs.z3.manager_ops import (
+    Variant,
+)
 
 __all__ = [
     "ARC_BUGS",
@@ -151,3 +160,50 @@ ARC_BUGS: dict[str, type[ARCCachePolicy]] = {
     "touch promotes a pending key": TouchPromotesPending,
     "evicts pinned entries": ArcEvictsPinned,
 }
+
+
+def hook_dropped(machine: Machine, event: CpuEvent, source: CpuState, target: CpuState) -> Variant:
+    return Variant(hook=overriding(machine, row_index(machine, event, source, target), Hook.NONE))
+
+
+def consecution_controls(machine: Machine) -> dict[str, tuple[Variant, str]]:
+    """One broken relation per operation, each a mistake a real manager makes."""
+    e, s = CpuEvent, CpuState
+    return {
+        "prepare_store": (
+            Variant(counters=forgetting("prepare_store", "victims")),
+            "an eviction that forgets num_evictable -= #victims",
+        ),
+        "complete_store.success": (
+            hook_dropped(machine, e.STORE_COMMIT, s.PENDING, s.READY),
+            "a store commit that forgets mark_evictable",
+        ),
+        "complete_store.failure": (
+            Variant(keeps_slot_on=frozenset({"complete_store.failure"})),
+            "a failed store that keeps its slot",
+        ),
+        "prepare_load": (
+            hook_dropped(machine, e.LOAD_BEGIN, s.READY, s.LOADING),
+            "a first load that forgets mark_non_evictable",
+        ),
+        "complete_load": (
+            hook_dropped(machine, e.LOAD_END, s.LOADING, s.READY),
+            "a last load end that forgets mark_evictable",
+        ),
+        "touch": (Variant(touch_lists=True), "a touch that lists pinned and pending keys"),
+        "reset_cache": (Variant(reset_clears_stack=False), "a reset that keeps the free stack"),
+    }
+
+
+def forgetting(op: str, what: str) -> CounterRule:
+    """`counters_after`, except that `op` forgets the update by `what` (a `CallCounts`
+    field; "reset" for `reset_cache`'s zeroing)."""
+
+    def rule(name: str, ne: Any, np_: Any, n: CallCounts) -> tuple[Any, Any]:
+        if name != op:
+            return counters_after(name, ne, np_, n)
+        if what == "reset":
+            return ne, np_
+        return counters_after(name, ne, np_, replace(n, **{what: 0}))
+
+    return rule

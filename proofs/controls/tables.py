@@ -17,8 +17,10 @@ that show which Z3 obligation catches each.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any
 
+from evictable.model import lifecycle
 from evictable.model.lifecycle import (
     CpuEvent,
     CpuState,
@@ -30,7 +32,9 @@ from evictable.model.lifecycle import (
     Phase,
     RefGuard,
     RefUpdate,
+    State,
     Transition,
+    derive_hook,
 )
 from evictable.model.machine import (
     CLEAR,
@@ -43,6 +47,11 @@ from evictable.model.machine import (
 )
 from evictable.model.manager import ModelManager
 from evictable.model.types import Key
+from evictable.proofs.z3.encode import (
+    REFERENCE_MACHINES,
+    HookFn,
+    transition_label,
+)
 
 __all__ = [
     "ENABLEDNESS_CONTROLS",
@@ -263,3 +272,64 @@ class MissesMarkEvictableOnLoadEnd(ModelManager):
         if hook is Hook.FLAG_ON and self._event is CpuEvent.LOAD_END:
             return  # BUG: mark_evictable dropped
         super().call_hook(hook, key)
+
+
+def replace_row(machine: Machine, index: int, **changes: Any) -> Machine:
+    """A copy of `machine` with row `index` changed (not validated: for controls)."""
+    rows = list(machine.transitions)
+    rows[index] = dataclasses.replace(rows[index], **changes)
+    return dataclasses.replace(machine, transitions=tuple(rows))
+
+
+def replace_state(machine: Machine, state: State, **changes: Any) -> Machine:
+    """A copy of `machine` with one state's spec changed (not validated)."""
+    specs = tuple(
+        dataclasses.replace(s, **changes) if s.state is state else s for s in machine.states
+    )
+    return dataclasses.replace(machine, states=specs)
+
+
+def overriding(machine: Machine, index: int, hook: Hook) -> HookFn:
+    """A hook derivation that is `derive_hook` except on row `index` (a broken hook)."""
+    row = machine.transitions[index]
+
+    def broken(m: Machine, t: Transition) -> Hook:
+        return hook if t is row else derive_hook(m, t)
+
+    return broken
+
+
+def retarget_to_other_flag(machine: Machine, index: int) -> Machine:
+    """Row `index` sent to the first resident state whose flag differs from its target's."""
+    t = machine.transitions[index]
+    ref = REFERENCE_MACHINES[machine.name]
+    want = not ref.spec(t.target).flag
+    for s in ref.states:
+        if s.resident and s.flag is want and s.state is not t.target:
+            return replace_row(machine, index, target=s.state)
+    raise lifecycle.TableError(f"{machine.name}: no state to retarget {transition_label(t)}")
+
+
+def wrong_hook(machine: Machine, index: int) -> Hook:
+    h = derive_hook(machine, machine.transitions[index])
+    return {
+        Hook.NONE: Hook.FLAG_ON,
+        Hook.FLAG_ON: Hook.NONE,
+        Hook.FLAG_OFF: Hook.NONE,
+        Hook.DROP: Hook.FLAG_OFF,
+    }[h]
+
+
+VACUOUS_ROW: Mapping[str, tuple[Event, State, State, RefGuard]] = {
+    "cpu": (CpuEvent.TOUCH, CpuState.READY, CpuState.READY, RefGuard.GE_TWO),
+    "gpu": (GpuEvent.ALLOCATE, GpuState.FREE, GpuState.IN_USE, RefGuard.EQ_ONE),
+}
+
+
+FORGETFUL_ROW: Mapping[str, tuple[Event, State, State]] = {
+    "cpu": (CpuEvent.LOAD_END, CpuState.LOADING, CpuState.LOADING),
+    "gpu": (GpuEvent.FREE, GpuState.IN_USE, GpuState.IN_USE),
+}
+
+
+KEEP_REF = RefUpdate("keep")

@@ -56,7 +56,6 @@ from evictable.proofs.base.bounds import Bounds
 from evictable.proofs.base.compare import Reply
 from evictable.proofs.base.protocol import Factory
 from evictable.proofs.base.records import Outcome, Status, proved, refuted
-from evictable.proofs.controls.tables import dead_row_table
 from evictable.proofs.explore.engine import Expansion, Found, search
 from evictable.proofs.explore.manager_subject import Context, ManagerSubject
 from evictable.proofs.explore.ops import Op, invoke
@@ -66,7 +65,6 @@ __all__ = [
     "POLICY_CHOSEN",
     "Call",
     "Coverage",
-    "DeadRowModel",
     "KeyEvent",
     "Recorder",
     "RecordingModel",
@@ -122,12 +120,6 @@ class RecordingModel(ModelManager):
         except LifecycleError:
             RECORDER.refusals.add((event, self.phase(key).state.name))
             raise
-
-
-class DeadRowModel(RecordingModel):
-    """The recording model over a table where `evict` on LOADING is a (dead) row."""
-
-    machine: ClassVar[Machine] = dead_row_table(CPU_MACHINE)
 
 
 @dataclass(frozen=True)
@@ -295,7 +287,7 @@ GPU_POLICY_CHOSEN: tuple[GpuEvent, ...] = (GpuEvent.ALLOCATE,)
 """`get_new_blocks` allocates only blocks it takes from the free queue."""
 
 
-_GPU_MAX_REF = 2
+GPU_MAX_REF = 2
 
 
 @dataclass(frozen=True)
@@ -343,7 +335,7 @@ class _PoolSubject:
         out: Expansion[Any, str] = Expansion()
         blob = pickle.dumps(pool)
         for method, arg, event in self.calls:
-            if method == "touch" and max(pool.phase[b].ref or 0 for b in arg) >= _GPU_MAX_REF:
+            if method == "touch" and max(pool.phase[b].ref or 0 for b in arg) >= GPU_MAX_REF:
                 continue
             copy = pickle.loads(blob)
             before = dict(copy.phase)

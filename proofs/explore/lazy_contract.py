@@ -39,9 +39,9 @@ from evictable.model.types import BlockId
 from evictable.proofs.base.compare import Kind, Mismatch, Reply, describe, invoke, judge
 from evictable.proofs.base.contract import Contract
 from evictable.proofs.base.findings import Finding, factory_source
+from evictable.proofs.base.gpu_contract import project
 from evictable.proofs.explore.engine import Expansion, Found, search
 from evictable.proofs.explore.lazy import Action, Bounds, actions, apply, apply_impl
-from evictable.proofs.lockstep.gpu import project
 
 __all__ = ["Capacity", "FollowingScanner", "LazyCheck", "check_lazy"]
 

@@ -29,12 +29,11 @@ from hypothesis.stateful import (
 )
 
 from evictable.impl.free_queue import KVCacheBlock
-from evictable.model.block_pool import BlockPoolSnapshot
 from evictable.model.errors import LifecycleError, StaleCursorError
-from evictable.model.free_queue import FreeQueueSnapshot
 from evictable.model.types import BlockId
 from evictable.proofs.base.compare import Kind, Reply, describe, invoke, judge
 from evictable.proofs.base.contract import DEFAULT, Contract
+from evictable.proofs.base.gpu_contract import project
 from evictable.proofs.base.guard import StepTimeout, step_guard
 from evictable.proofs.base.records import check_deadline
 
@@ -49,7 +48,6 @@ __all__ = [
     "keep_message",
     "no_result",
     "one_id",
-    "project",
 ]
 
 UNIVERSE = 8  # block ids 0..7 shared by the two queues of the queue machine
@@ -66,25 +64,6 @@ class GpuConformanceFailure(AssertionError):
         self.reason = reason
         self.trace = tuple(trace)
         self.kind = kind
-
-
-def project(value: Any) -> Any:
-    """A GPU-side state without this project's link generations (what the safety
-    contract compares: queue order, counts, ref counts, hashes)."""
-    if isinstance(value, FreeQueueSnapshot):
-        return FreeQueueSnapshot(value.order, (), value.num_free_blocks)
-    if isinstance(value, BlockPoolSnapshot):
-        return BlockPoolSnapshot(
-            value.num_blocks,
-            value.enable_caching,
-            value.ref_cnts,
-            value.block_hashes,
-            project(value.free_queue),
-            value.cached,
-        )
-    if isinstance(value, tuple):
-        return tuple(project(v) for v in value)
-    return value
 
 
 def bare(cursor: Any) -> Any:

@@ -217,7 +217,7 @@ REGISTRY_NAME = "probe-registry-policy"
 Register = Callable[[Any, Any], None]
 
 
-def _bad_registrations() -> list[tuple[str, object, object]]:
+def bad_registrations() -> list[tuple[str, object, object]]:
     from evictable.impl.policies.base import CachePolicy
 
     return [
@@ -242,7 +242,7 @@ def registry_probe(register: Register | None = None) -> str | None:
     reg: Register = register if register is not None else factory.register_policy
     reg(REGISTRY_NAME + "-taken", _Valid)
     reg(REGISTRY_NAME + "-taken", _Valid)  # the same again: a no-op
-    for label, name, cls in _bad_registrations():
+    for label, name, cls in bad_registrations():
         before = known_policies()
         r = invoke(reg, name, cls)
         after = known_policies()

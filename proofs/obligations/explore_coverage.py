@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from evictable.model.lifecycle import (
-    GPU_MACHINE,
-)
+from typing import ClassVar
+
+from evictable.model.lifecycle import CPU_MACHINE, GPU_MACHINE
+from evictable.model.machine import Machine
 from evictable.proofs.base.bounds import Bounds
 from evictable.proofs.base.levels import Level
 from evictable.proofs.base.records import Kind, Obligation
-from evictable.proofs.controls.tables import gpu_dead_row_table
+from evictable.proofs.controls.tables import dead_row_table, gpu_dead_row_table
 from evictable.proofs.explore.coverage import (
-    _GPU_MAX_REF,
-    DeadRowModel,
+    GPU_MAX_REF,
     RecordingModel,
     check_coverage,
     check_gpu_coverage,
@@ -21,6 +21,12 @@ BOUNDS: dict[str, Bounds] = {
     level: Bounds(slots=1, keys=2, max_ref=2, batch=2) for level in ("quick", "default")
 } | {"thorough": Bounds(slots=2, keys=3, max_ref=2, batch=2)}
 """Small worlds suffice: one slot forces evictions, ref 2 reaches load_end LOADING->LOADING."""
+
+
+class DeadRowModel(RecordingModel):
+    """The recording model over a table where `evict` on LOADING is a (dead) row."""
+
+    machine: ClassVar[Machine] = dead_row_table(CPU_MACHINE)
 
 
 GPU_BLOCKS: dict[str, int] = {"quick": 3, "default": 3, "thorough": 4}
@@ -52,6 +58,6 @@ def obligations(level: Level) -> list[Obligation]:
             "a GPU table where allocating an in-use block is a row (never executed) is refuted",
             tags=("explore", "gpu"),
             kind=Kind.EXPLORED,
-            bounds=f"a pool of {blocks} blocks (the null block included), refs <= {_GPU_MAX_REF}",
+            bounds=f"a pool of {blocks} blocks (the null block included), refs <= {GPU_MAX_REF}",
         ),
     ]

@@ -10,7 +10,7 @@ from evictable.proofs.base.records import Kind, Obligation, Outcome, proved, ref
 from evictable.proofs.lockstep.inputs import BAD_ENABLE_EVENTS, BAD_NUM_BLOCKS
 from evictable.proofs.lockstep.probes import (
     BAD_ANSWERS,
-    _bad_registrations,
+    bad_registrations,
     construct_probe,
     evict_contract_probe,
     registry_probe,
@@ -80,6 +80,6 @@ def obligations(level: Level) -> list[Obligation]:
             negative_statement="the probe catches a registry that takes any name and class",
             tags=("probe",),
             kind=Kind.TESTED,
-            bounds=f"{len(_bad_registrations())} bad registrations and one repeat",
+            bounds=f"{len(bad_registrations())} bad registrations and one repeat",
         ),
     ]

@@ -13,9 +13,8 @@ from evictable.proofs.base.records import (
     Status,
     refuted,
 )
+from evictable.proofs.controls.encodings import forgetting, hook_dropped
 from evictable.proofs.z3.bmc import Bmc, bmc
-from evictable.proofs.z3.counter_rules import forgetting
-from evictable.proofs.z3.manager import hook_dropped
 from evictable.proofs.z3.manager_ops import (
     Variant,
 )

@@ -7,7 +7,8 @@ from functools import partial
 from evictable.model import lifecycle
 from evictable.proofs.base.levels import Level
 from evictable.proofs.base.records import Kind, Obligation
-from evictable.proofs.z3.counter_rules import COUNTER_RULES, forgetting
+from evictable.proofs.controls.encodings import forgetting
+from evictable.proofs.z3.counter_rules import COUNTER_RULES
 from evictable.proofs.z3.counters import check_counters
 from evictable.proofs.z3.manager import BATCH
 from evictable.proofs.z3.manager_ops import OPS, Variant

@@ -32,7 +32,7 @@ _BROKEN = {
 }
 
 
-def _wrong_hook(h: Hook) -> Hook:
+def wrong_hook(h: Hook) -> Hook:
     return Hook.FLAG_ON if h is Hook.NONE else Hook.NONE
 
 
@@ -101,7 +101,7 @@ def obligations(level: Level) -> list[Obligation]:
                 statement=f"GPU row {label} with derived hook {GPU_MACHINE.hook_name(hook)} keeps "
                 f"the queue well formed and linked ⇔ ref_cnt == 0 (K={k})",
                 check=partial(check_table, t, k, hook),
-                negative=partial(check_table, t, k, _wrong_hook(hook)),
+                negative=partial(check_table, t, k, wrong_hook(hook)),
                 negative_statement=f"row {label} with the wrong queue hook is refuted",
                 tags=("z3", "gpu", "free_queue"),
                 kind=Kind.BOUNDED,

@@ -11,8 +11,8 @@ from evictable.proofs.base.records import (
     Kind,
     Obligation,
 )
-from evictable.proofs.controls.tables import dead_row_table
-from evictable.proofs.z3.lifecycle import replace_state
+from evictable.proofs.controls.encodings import consecution_controls
+from evictable.proofs.controls.tables import dead_row_table, replace_state
 from evictable.proofs.z3.manager import (
     BATCH,
     WITNESS_WORLD,
@@ -20,7 +20,6 @@ from evictable.proofs.z3.manager import (
     check_initiation,
     check_nonvacuity,
     check_rows,
-    consecution_controls,
 )
 from evictable.proofs.z3.manager_ops import (
     OPS,

@@ -27,12 +27,14 @@ promises: a victim is resident with ref 0, goes to B1 from T1 and to B2 from T2.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from evictable.model.invariants import Logic
-from evictable.proofs.base.records import Outcome, Status, proved
+from evictable.proofs.base.records import Outcome, Status, proved, refuted
 from evictable.proofs.z3.solver import z3_sat, z3_valid
 
 __all__ = [
@@ -297,3 +299,70 @@ def b2_hit_term(t: Any, b1: Any, b2: Any, floored: bool = True) -> Any:
 
 
 # ---------------------------------------------------------------- the group
+
+
+def check_target_range(which: str, broken: bool) -> Callable[[float], Outcome]:
+    def run(timeout_s: float) -> Outcome:
+        z3 = _z3()
+        t = z3.Real("target")
+        n, b1, b2 = z3.Ints("N b1 b2")
+        rn = z3.ToReal(n)
+        pre = [n >= 0, b1 >= 0, b2 >= 0, b1 <= n, b2 <= n, t >= 0, t <= rn]
+        if which == "b1":
+            pre.append(b1 >= 1)
+            new = b1_hit_term(t, b1, b2, n, capped=not broken)
+        else:
+            pre.append(b2 >= 1)
+            new = b2_hit_term(t, b1, b2, floored=not broken)
+        claim = z3.And(new >= 0, new <= rn)
+
+        def describe(m: Any) -> str:
+            return (
+                f"target={m.eval(t)}, N={m.eval(n)}, |B1|={m.eval(b1)}, |B2|={m.eval(b2)}"
+                f" -> target'={m.eval(new, model_completion=True)}"
+            )
+
+        return z3_valid(claim, timeout_s, describe, pre)
+
+    return run
+
+
+def _as_fraction(z3: Any, term: Any) -> Fraction:
+    v = z3.simplify(term)
+    return Fraction(v.numerator_as_long(), v.denominator_as_long())
+
+
+def check_encoding(
+    b1_fn: Callable[[float, int, int, int], float],
+    b2_fn: Callable[[float, int, int], float],
+) -> Callable[[float], Outcome]:
+    """The Z3 terms and the Python functions agree on every small concrete input."""
+
+    def run(timeout_s: float) -> Outcome:
+        z3 = _z3()
+        for n in range(0, 5):
+            targets = sorted({Fraction(i, 6) * n for i in range(7)} | {Fraction(1, 3)})
+            for b1 in range(0, n + 1):
+                for b2 in range(0, n + 1):
+                    for t in (x for x in targets if x <= n):
+                        tz = z3.RealVal(str(t))
+                        zb1, zb2, zn = z3.IntVal(b1), z3.IntVal(b2), z3.IntVal(n)
+                        checks = []
+                        if b1 >= 1:
+                            checks.append(
+                                ("b1", b1_hit_term(tz, zb1, zb2, zn), b1_fn(float(t), b1, b2, n))
+                            )
+                        if b2 >= 1:
+                            checks.append(
+                                ("b2", b2_hit_term(tz, zb1, zb2), b2_fn(float(t), b1, b2))
+                            )
+                        for which, term, py in checks:
+                            exact = _as_fraction(z3, term)
+                            if not math.isclose(float(exact), py, rel_tol=1e-12, abs_tol=1e-12):
+                                return refuted(
+                                    f"{which} hit at target={t}, N={n}, |B1|={b1}, "
+                                    f"|B2|={b2}: z3 {exact} != model {py}"
+                                )
+        return proved()
+
+    return run

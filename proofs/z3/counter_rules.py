@@ -11,10 +11,15 @@ negative controls).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["COUNTER_RULES", "CallCounts", "CounterRule", "counters_after", "forgetting"]
+__all__ = [
+    "COUNTER_RULES",
+    "CallCounts",
+    "CounterRule",
+    "counters_after",
+]
 
 
 @dataclass(frozen=True)
@@ -50,20 +55,6 @@ def counters_after(op: str, num_evictable: Any, num_pending: Any, n: CallCounts)
 
 CounterRule = Callable[[str, Any, Any, CallCounts], tuple[Any, Any]]
 """(op, num_evictable, num_pending, what the call did) -> the counters after it."""
-
-
-def forgetting(op: str, what: str) -> CounterRule:
-    """`counters_after`, except that `op` forgets the update by `what` (a `CallCounts`
-    field; "reset" for `reset_cache`'s zeroing)."""
-
-    def rule(name: str, ne: Any, np_: Any, n: CallCounts) -> tuple[Any, Any]:
-        if name != op:
-            return counters_after(name, ne, np_, n)
-        if what == "reset":
-            return ne, np_
-        return counters_after(name, ne, np_, replace(n, **{what: 0}))
-
-    return rule
 
 
 COUNTER_RULES: dict[str, str] = {

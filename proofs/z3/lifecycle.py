@@ -25,14 +25,12 @@ test may monkeypatch a broken table there; the invariant stays the reference one
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import z3
 
-from evictable.model import lifecycle
 from evictable.model.lifecycle import (
     CpuEvent,
     CpuState,
@@ -41,13 +39,10 @@ from evictable.model.lifecycle import (
     GpuState,
     Hook,
     Machine,
-    RefGuard,
-    RefUpdate,
     State,
     Transition,
-    derive_hook,
 )
-from evictable.proofs.base.records import Kind, Obligation, Outcome, Status, proved, refuted
+from evictable.proofs.base.records import Outcome, Status, proved, refuted
 from evictable.proofs.z3.encode import (
     REFERENCE_MACHINES,
     BlockTerms,
@@ -62,7 +57,6 @@ from evictable.proofs.z3.encode import (
     resolve_hook,
     state_sort,
     stutter_term,
-    transition_id,
     transition_label,
     transition_term,
     violated,
@@ -78,27 +72,10 @@ __all__ = [
     "check_nonvacuity",
     "check_ref_counts",
     "check_stutter",
-    "replace_row",
-    "replace_state",
 ]
 
 
 # ------------------------------------------------------------------ table variants
-
-
-def replace_row(machine: Machine, index: int, **changes: Any) -> Machine:
-    """A copy of `machine` with row `index` changed (not validated: for controls)."""
-    rows = list(machine.transitions)
-    rows[index] = dataclasses.replace(rows[index], **changes)
-    return dataclasses.replace(machine, transitions=tuple(rows))
-
-
-def replace_state(machine: Machine, state: State, **changes: Any) -> Machine:
-    """A copy of `machine` with one state's spec changed (not validated)."""
-    specs = tuple(
-        dataclasses.replace(s, **changes) if s.state is state else s for s in machine.states
-    )
-    return dataclasses.replace(machine, states=specs)
 
 
 def row_index(machine: Machine, event: Event, source: State, target: State) -> int:
@@ -106,16 +83,6 @@ def row_index(machine: Machine, event: Event, source: State, target: State) -> i
         if t.event is event and t.source is source and t.target is target:
             return i
     raise KeyError(f"{machine.name}: no row {event.value} {source.name}->{target.name}")
-
-
-def overriding(machine: Machine, index: int, hook: Hook) -> HookFn:
-    """A hook derivation that is `derive_hook` except on row `index` (a broken hook)."""
-    row = machine.transitions[index]
-
-    def broken(m: Machine, t: Transition) -> Hook:
-        return hook if t is row else derive_hook(m, t)
-
-    return broken
 
 
 # ------------------------------------------------------------------ helpers
@@ -392,128 +359,3 @@ def check_ref_counts(machine: Machine, timeout_s: float) -> Outcome:
 
 
 # ------------------------------------------------------------------ negative controls
-
-
-def _retarget(machine: Machine, index: int) -> Machine:
-    """Row `index` sent to the first resident state whose flag differs from its target's."""
-    t = machine.transitions[index]
-    ref = REFERENCE_MACHINES[machine.name]
-    want = not ref.spec(t.target).flag
-    for s in ref.states:
-        if s.resident and s.flag is want and s.state is not t.target:
-            return replace_row(machine, index, target=s.state)
-    raise lifecycle.TableError(f"{machine.name}: no state to retarget {transition_label(t)}")
-
-
-def _wrong_hook(machine: Machine, index: int) -> Hook:
-    h = derive_hook(machine, machine.transitions[index])
-    return {
-        Hook.NONE: Hook.FLAG_ON,
-        Hook.FLAG_ON: Hook.NONE,
-        Hook.FLAG_OFF: Hook.NONE,
-        Hook.DROP: Hook.FLAG_OFF,
-    }[h]
-
-
-_VACUOUS_ROW: Mapping[str, tuple[Event, State, State, RefGuard]] = {
-    "cpu": (CpuEvent.TOUCH, CpuState.READY, CpuState.READY, RefGuard.GE_TWO),
-    "gpu": (GpuEvent.ALLOCATE, GpuState.FREE, GpuState.IN_USE, RefGuard.EQ_ONE),
-}
-_FORGETFUL_ROW: Mapping[str, tuple[Event, State, State]] = {
-    "cpu": (CpuEvent.LOAD_END, CpuState.LOADING, CpuState.LOADING),
-    "gpu": (GpuEvent.FREE, GpuState.IN_USE, GpuState.IN_USE),
-}
-_KEEP = RefUpdate("keep")
-
-
-def _bind(fn: Callable[..., Outcome], *args: Any, **kw: Any) -> Callable[[float], Outcome]:
-    return lambda timeout_s: fn(*args, timeout_s, **kw)
-
-
-def machine_obligations(m: Machine) -> list[Obligation]:
-    """Every lifecycle obligation of one machine (with its negative controls)."""
-    n = m.name
-    first_initial = m.initial[0]
-    out = [
-        Obligation(
-            f"{n}.initiation",
-            "every initial block satisfies the inductive invariant",
-            _bind(check_initiation, m),
-            _bind(
-                check_initiation,
-                replace_state(m, first_initial, flag=not m.spec(first_initial).flag),
-            ),
-            f"initial state {first_initial.name} with its flag flipped is refuted",
-            kind=Kind.UNBOUNDED,
-        )
-    ]
-    for i, t in enumerate(m.transitions):
-        broken = _retarget(m, i)
-        out.append(
-            Obligation(
-                f"{n}.consecution.{transition_id(t)}",
-                f"{transition_label(t)} preserves ∀b. Inv(b) (one block steps, the rest stay)",
-                _bind(check_consecution, m, i),
-                _bind(check_consecution, broken, i),
-                f"row retargeted to {transition_label(broken.transitions[i])} is refuted",
-                kind=Kind.UNBOUNDED,
-            )
-        )
-    for kind in ("ignored", "rejected"):
-        # Control: a no-change pair that silently flips list membership.
-        pairs = m.ignored if kind == "ignored" else tuple((r.state, r.event) for r in m.rejections)
-        state, event = pairs[0]
-        flip_row = Transition(event, state, state, RefGuard.ANY, _KEEP)
-        flipped = dataclasses.replace(m, transitions=(*m.transitions, flip_row))
-        hook = overriding(
-            flipped, len(m.transitions), Hook.FLAG_OFF if m.spec(state).flag else Hook.FLAG_ON
-        )
-        out.append(
-            Obligation(
-                f"{n}.consecution.{kind}",
-                f"every {kind} (state, event) pair leaves the block unchanged and Inv intact",
-                _bind(check_stutter, m, kind),
-                _bind(check_consecution, flipped, len(m.transitions), hook=hook),
-                f"{event.value} on {state.name} flipping list membership is refuted",
-                kind=Kind.UNBOUNDED,
-            )
-        )
-    ev, src, dst, guard = _VACUOUS_ROW[n]
-    vi = row_index(m, ev, src, dst)
-    out.append(
-        Obligation(
-            f"{n}.nonvacuity",
-            "every row can fire from a state satisfying Inv",
-            _bind(check_nonvacuity, m),
-            _bind(check_nonvacuity, replace_row(m, vi, guard=guard)),
-            f"{ev.value} {src.name}->{dst.name} guarded by '{guard.value}' is found vacuous",
-            kind=Kind.UNBOUNDED,
-        )
-    )
-    for i, t in enumerate(m.transitions):
-        wrong = _wrong_hook(m, i)
-        out.append(
-            Obligation(
-                f"{n}.hooks.{transition_id(t)}",
-                f"{transition_label(t)} calls '{m.hook_name(derive_hook(m, t))}', exactly the "
-                f"{m.flag_name} flip",
-                _bind(check_hooks, m, i),
-                _bind(check_hooks, m, i, hook=overriding(m, i, wrong)),
-                f"{transition_label(t)} calling '{m.hook_name(wrong)}' instead is refuted",
-                kind=Kind.UNBOUNDED,
-            )
-        )
-    ev, src, dst = _FORGETFUL_ROW[n]
-    fi = row_index(m, ev, src, dst)
-    g = GHOSTS[n]
-    out.append(
-        Obligation(
-            f"{n}.ref_counts_{g.name}",
-            f"the ref count equals the number of {g.name} (ghost counter per event)",
-            _bind(check_ref_counts, m),
-            _bind(check_ref_counts, replace_row(m, fi, update=_KEEP)),
-            f"{ev.value} {src.name}->{dst.name} keeping the ref is refuted",
-            kind=Kind.UNBOUNDED,
-        )
-    )
-    return out

@@ -34,7 +34,7 @@ from typing import Any
 
 import z3
 
-from evictable.model.lifecycle import CpuEvent, CpuState, Hook, Machine
+from evictable.model.lifecycle import Machine
 from evictable.proofs.base.records import (
     Outcome,
     Status,
@@ -42,8 +42,6 @@ from evictable.proofs.base.records import (
     refuted,
     remaining,
 )
-from evictable.proofs.z3.counter_rules import forgetting
-from evictable.proofs.z3.lifecycle import overriding, row_index
 from evictable.proofs.z3.manager_ops import (
     MANAGER,
     OPS,
@@ -371,36 +369,3 @@ def check_rows(
 
 
 # ------------------------------------------------------------------ controls
-
-
-def hook_dropped(machine: Machine, event: CpuEvent, source: CpuState, target: CpuState) -> Variant:
-    return Variant(hook=overriding(machine, row_index(machine, event, source, target), Hook.NONE))
-
-
-def consecution_controls(machine: Machine) -> dict[str, tuple[Variant, str]]:
-    """One broken relation per operation, each a mistake a real manager makes."""
-    e, s = CpuEvent, CpuState
-    return {
-        "prepare_store": (
-            Variant(counters=forgetting("prepare_store", "victims")),
-            "an eviction that forgets num_evictable -= #victims",
-        ),
-        "complete_store.success": (
-            hook_dropped(machine, e.STORE_COMMIT, s.PENDING, s.READY),
-            "a store commit that forgets mark_evictable",
-        ),
-        "complete_store.failure": (
-            Variant(keeps_slot_on=frozenset({"complete_store.failure"})),
-            "a failed store that keeps its slot",
-        ),
-        "prepare_load": (
-            hook_dropped(machine, e.LOAD_BEGIN, s.READY, s.LOADING),
-            "a first load that forgets mark_non_evictable",
-        ),
-        "complete_load": (
-            hook_dropped(machine, e.LOAD_END, s.LOADING, s.READY),
-            "a last load end that forgets mark_evictable",
-        ),
-        "touch": (Variant(touch_lists=True), "a touch that lists pinned and pending keys"),
-        "reset_cache": (Variant(reset_clears_stack=False), "a reset that keeps the free stack"),
-    }

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 try:
     import vllm as _vllm
-    from vllm.v1.kv_offload.base import make_offload_key as _make_offload_key
+    import vllm.v1.kv_offload.base  # noqa: F401  (torch and the offload code load too)
 except ImportError as _exc:  # one clear error, not vLLM's (or torch's) traceback
     raise ImportError(
         "evictable.proofs.adapters.vllm needs vLLM 0.33.0 and torch "
@@ -41,31 +41,8 @@ if not str(getattr(_vllm, "__version__", "")).startswith(VLLM_VERSION):
         f"found {getattr(_vllm, '__version__', '?')} (docs/interop.md)"
     )
 
-from evictable.proofs.base.contract import KeySpace  # noqa: E402
-
-
-class OffloadKey(bytes):
-    """A vLLM offload key (`bytes`: 32-byte hash + 4-byte group index) printing as `K(i)`."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return f"K({int.from_bytes(self[:32], 'big')})"
-
-
-def K(i: int) -> OffloadKey:
-    """The i-th key of the engines' pool, in vLLM's format (see the module docstring)."""
-    return OffloadKey(_make_offload_key(int(i).to_bytes(32, "big"), int(i) % 2))
-
-
-VLLM_KEYS = KeySpace(
-    make=K,
-    preamble=("from evictable.proofs.adapters.vllm import K",),
-    name="vllm OffloadKey (32-byte hash + 4-byte big-endian group index)",
-)
-"""The key space the vLLM adapters declare: the engines make vLLM's own keys."""
-
 from evictable.proofs.adapters.vllm.gpu import block_pool, free_queue  # noqa: E402
+from evictable.proofs.adapters.vllm.keys import VLLM_KEYS, K, OffloadKey  # noqa: E402
 from evictable.proofs.adapters.vllm.lazy import lazy_scanner  # noqa: E402
 from evictable.proofs.adapters.vllm.manager import (  # noqa: E402
     VllmManager,

@@ -45,6 +45,7 @@ from evictable.model.types import (
     PolicySnapshot,
     PrepareStoreOutput,
 )
+from evictable.proofs.adapters.vllm.keys import VLLM_KEYS
 
 __all__ = ["VllmManager", "arc_manager", "lru_manager", "manager"]
 
@@ -159,7 +160,6 @@ class VllmManager:
 
 
 def _declare(factory: Any, policy: str | None) -> Any:
-    from evictable.proofs.adapters.vllm import VLLM_KEYS
 
     factory.evictable_contract = {
         "mode": "safety",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from evictable.impl.manager import CPUOffloadingManager
-from evictable.proofs.cli.commands import CheckSetupError, load_factory
+from evictable.proofs.check.setup import SetupError, load_factory
 from evictable.proofs.cli.main import main
 
 
@@ -159,7 +159,7 @@ def test_check_rejects_an_unknown_policy(capsys: pytest.CaptureFixture[str]) -> 
 
 def test_load_factory_resolves_dotted_attributes() -> None:
     assert load_factory("evictable.impl.manager:CPUOffloadingManager") is CPUOffloadingManager
-    with pytest.raises(CheckSetupError):
+    with pytest.raises(SetupError):
         load_factory("evictable.impl.manager:CPUOffloadingManager.nope")
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from evictable.impl.manager import CPUOffloadingManager
 from evictable.model.errors import LifecycleError
-from evictable.proofs.cli.replay import (
+from evictable.proofs.check.replay import (
     Header,
     TraceFormatError,
     decode_key,

@@ -23,7 +23,7 @@ def test_every_touch_row_is_executed_by_the_model() -> None:
 
 
 def test_a_dead_row_fails_coverage() -> None:
-    out = coverage.check_coverage(explore_coverage.BOUNDS["quick"], coverage.DeadRowModel)
+    out = coverage.check_coverage(explore_coverage.BOUNDS["quick"], explore_coverage.DeadRowModel)
     assert out.status is Status.COUNTEREXAMPLE
     assert "never fired: row evict LOADING->ABSENT" in out.counterexample
 

@@ -7,14 +7,10 @@ import pytest
 
 from evictable.model.lifecycle import CPU_MACHINE
 from evictable.proofs.base.records import Status
+from evictable.proofs.controls.encodings import forgetting
 from evictable.proofs.obligations import z3_counters
 from evictable.proofs.z3 import counters
-from evictable.proofs.z3.counter_rules import (
-    COUNTER_RULES,
-    CallCounts,
-    counters_after,
-    forgetting,
-)
+from evictable.proofs.z3.counter_rules import COUNTER_RULES, CallCounts, counters_after
 from evictable.proofs.z3.manager_ops import OPS, Variant
 from tests.obligation_checks import TIMEOUT_S, assert_proved, refuted_control
 

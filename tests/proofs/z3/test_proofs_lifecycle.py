@@ -18,6 +18,7 @@ from evictable.model.lifecycle import (
     Transition,
 )
 from evictable.proofs.base.records import Result, Status, run_all
+from evictable.proofs.controls import tables
 from evictable.proofs.obligations import z3_lifecycle
 from evictable.proofs.obligations.registry import collect
 from evictable.proofs.z3 import lifecycle as lc
@@ -50,7 +51,7 @@ def test_negative_control_gives_a_counterexample(name: str) -> None:
 
 def test_consecution_counterexample_names_transition_block_and_invariant() -> None:
     i = lc.row_index(CPU_MACHINE, CpuEvent.LOAD_END, CpuState.LOADING, CpuState.READY)
-    broken = lc.replace_row(CPU_MACHINE, i, update=RefUpdate("keep"))
+    broken = tables.replace_row(CPU_MACHINE, i, update=RefUpdate("keep"))
     outcome = lc.check_consecution(broken, i, TIMEOUT_S)
     assert outcome.status is Status.COUNTEREXAMPLE
     text = outcome.counterexample
@@ -60,7 +61,9 @@ def test_consecution_counterexample_names_transition_block_and_invariant() -> No
 
 
 def _run_lifecycle_group() -> list[Result]:
-    return run_all(collect("quick", ("evictable.proofs.obligations.z3_lifecycle",)), timeout_s=TIMEOUT_S)
+    return run_all(
+        collect("quick", ("evictable.proofs.obligations.z3_lifecycle",)), timeout_s=TIMEOUT_S
+    )
 
 
 def _row(event: CpuEvent, source: CpuState, target: CpuState) -> int:
@@ -72,23 +75,23 @@ _LOAD_BEGIN_READY = _row(CpuEvent.LOAD_BEGIN, CpuState.READY, CpuState.LOADING)
 
 ONE_LINE_CHANGES: dict[str, tuple[Machine, str]] = {
     "load_end LOADING->READY goes to LOADING": (
-        lc.replace_row(CPU_MACHINE, _LOAD_END_READY, target=CpuState.LOADING),
+        tables.replace_row(CPU_MACHINE, _LOAD_END_READY, target=CpuState.LOADING),
         "load_end LOADING->LOADING",
     ),
     "load_end LOADING->READY keeps the ref": (
-        lc.replace_row(CPU_MACHINE, _LOAD_END_READY, update=RefUpdate("keep")),
+        tables.replace_row(CPU_MACHINE, _LOAD_END_READY, update=RefUpdate("keep")),
         "load_end LOADING->READY",
     ),
     "load_begin READY->LOADING targets READY": (
-        lc.replace_row(CPU_MACHINE, _LOAD_BEGIN_READY, target=CpuState.READY),
+        tables.replace_row(CPU_MACHINE, _LOAD_BEGIN_READY, target=CpuState.READY),
         "load_begin READY->READY",
     ),
     "READY declared not evictable": (
-        lc.replace_state(CPU_MACHINE, CpuState.READY, flag=False),
+        tables.replace_state(CPU_MACHINE, CpuState.READY, flag=False),
         "store_commit PENDING->READY",
     ),
     "LOADING declared evictable": (
-        lc.replace_state(CPU_MACHINE, CpuState.LOADING, flag=True),
+        tables.replace_state(CPU_MACHINE, CpuState.LOADING, flag=True),
         "load_begin READY->LOADING",
     ),
 }
@@ -150,7 +153,7 @@ def test_evictable_verify_fails_on_broken_table(
 def test_retargeted_variants_are_not_validated_tables() -> None:
     # The controls bypass `validate` on purpose: every one would be rejected at import.
     for i in range(len(CPU_MACHINE.transitions)):
-        broken = lc.replace_row(
+        broken = tables.replace_row(
             CPU_MACHINE,
             i,
             target=CpuState.PENDING

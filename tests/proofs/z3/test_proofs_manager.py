@@ -9,6 +9,7 @@ import pytest
 
 from evictable.model.lifecycle import CPU_MACHINE, CpuEvent, CpuState
 from evictable.proofs.base.records import Kind, Status
+from evictable.proofs.controls import encodings
 from evictable.proofs.obligations import z3_manager
 from evictable.proofs.z3 import manager
 from evictable.proofs.z3.manager_ops import OPS, Variant
@@ -60,7 +61,7 @@ def test_negative_control_is_refuted_for_its_own_reason(name: str) -> None:
 
 
 def test_a_counterexample_shows_the_keys_before_and_after() -> None:
-    variant, _ = manager.consecution_controls(CPU_MACHINE)["complete_load"]
+    variant, _ = encodings.consecution_controls(CPU_MACHINE)["complete_load"]
     outcome = manager.check_consecution(CPU_MACHINE, "complete_load", 2, TIMEOUT_S, variant)
     assert outcome.status is Status.COUNTEREXAMPLE
     text = outcome.counterexample

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 try:
     import vllm as _vllm
-    import vllm.v1.kv_offload.base  # noqa: F401  (torch and the offload code load too)
+    import vllm.v1.kv_offload.base  # torch and the offload code load too
 except ImportError as _exc:  # one clear error, not vLLM's (or torch's) traceback
     raise ImportError(
         "evictable.proofs.adapters.vllm needs vLLM 0.33.0 and torch "

@@ -41,6 +41,7 @@ __all__ = [
     "Action",
     "Bounds",
     "Search",
+    "action_code",
     "apply",
     "apply_impl",
     "clone",
@@ -72,28 +73,34 @@ class Action:
     args: tuple[Hashable, ...] = ()
 
     def __str__(self) -> str:
-        a = self.args
-        if self.op == "get_new_blocks":
-            return f"pool.get_new_blocks({a[0]})"
-        if self.op == "touch":
-            return f"pool.touch([{a[0]}])"
-        if self.op == "free":
-            return f"pool.free_blocks([{a[0]}])"
-        if self.op == "cache":
-            return f"pool.cache_block({a[0]}, {a[1]!r})"
-        if self.op == "reset_prefix_cache":
-            return "pool.reset_prefix_cache()"
-        if self.op == "queue_unlink":
-            return f"pool.free_queue.remove({a[0]})   # outside the pool API: ref stays 0"
-        if self.op == "step":
-            return f"scanner.step(capacity={a[0]})"
-        if self.op == "complete":
-            return f"scanner.complete([{a[0]}])"
-        if self.op == "abort":
-            return f"scanner.abort([{a[0]}])"
-        if self.op == "reset":
-            return "scanner.reset()"
-        return f"{self.op}{a}"
+        return action_code(self)
+
+
+def action_code(a: Action) -> str:
+    """`a` as one runnable Python statement over `pool` (the implementation's
+    `BlockPool`), `scanner` and `capacity` (a one-element list the scanner reads its
+    CPU capacity from): the one renderer of lazy-scanner traces and snippets."""
+    x = a.args
+    blk = f"pool.blocks[{x[0]}]" if x else ""
+    if a.op == "get_new_blocks":
+        return f"[b.block_id for b in pool.get_new_blocks({x[0]})]"
+    if a.op == "touch":
+        return f"pool.touch([{blk}])"
+    if a.op == "free":
+        return f"pool.free_blocks([{blk}])"
+    if a.op == "cache":
+        return f"pool.cache_block({blk}, {x[1]!r})"
+    if a.op == "reset_prefix_cache":
+        return "pool.reset_prefix_cache()"
+    if a.op == "queue_unlink":
+        return f"pool.free_block_queue.remove({blk})  # outside the pool API: ref stays 0"
+    if a.op == "step":
+        return f"capacity[0] = {x[0]}; print([b.block_id for b in scanner.step()])"
+    if a.op in ("complete", "abort"):
+        return f"scanner.{a.op}([{blk}])"
+    if a.op == "reset":
+        return "scanner.reset()"
+    return f"{a.op}{x}"
 
 
 # ---------------------------------------------------------------- state handling

@@ -41,7 +41,7 @@ from evictable.proofs.base.contract import Contract
 from evictable.proofs.base.findings import Finding, factory_source
 from evictable.proofs.base.gpu_contract import project
 from evictable.proofs.explore.engine import Expansion, Found, search
-from evictable.proofs.explore.lazy import Action, Bounds, actions, apply, apply_impl
+from evictable.proofs.explore.lazy import Action, Bounds, action_code, actions, apply, apply_impl
 
 __all__ = ["Capacity", "FollowingScanner", "LazyCheck", "check_lazy"]
 
@@ -239,7 +239,7 @@ class _Subject:
         for _ in range(k):
             step = Action("step", (room,))
             found, note = self.edge(world, step)
-            lines.append((_code(step), note))
+            lines.append((action_code(step), note))
             if found is not None:
                 return found, lines
             selected |= {b for b in world.model.in_flight}
@@ -322,14 +322,14 @@ class _Subject:
         world = self.fresh()
         for a in path:
             _, note = self.edge(world, a)
-            lines.append(f"{_code(a)}  # {note}" if note else _code(a))
+            lines.append(f"{action_code(a)}  # {note}" if note else action_code(a))
         if last is not None and last.op == DRAIN:
             _, steps = self.drain(world)
             lines.append(f"# then {len(steps)} steps, no pool change, room for every block:")
             lines += [f"{code}  # {note}" for code, note in steps]
         elif last is not None:
             _, note = self.edge(world, last)
-            lines.append(f"{_code(last)}  # {note}")
+            lines.append(f"{action_code(last)}  # {note}")
         lines.append(f"# {reason}")
         return "\n".join(lines)
 
@@ -352,29 +352,6 @@ def _note(a: Action, rm: Reply, ri: Reply) -> str:
     if ri.value is None:
         return ""
     return f"-> selects {ri.value}" if a.op == "step" else f"-> {ri.value}"
-
-
-def _code(a: Action) -> str:
-    """`a` as Python over `pool`, `scanner` and `capacity` (see `_Subject.snippet`)."""
-    x = a.args
-    blk = f"pool.blocks[{x[0]}]" if x else ""
-    if a.op == "get_new_blocks":
-        return f"[b.block_id for b in pool.get_new_blocks({x[0]})]"
-    if a.op == "touch":
-        return f"pool.touch([{blk}])"
-    if a.op == "free":
-        return f"pool.free_blocks([{blk}])"
-    if a.op == "cache":
-        return f"pool.cache_block({blk}, {x[1]!r})"
-    if a.op == "reset_prefix_cache":
-        return "pool.reset_prefix_cache()"
-    if a.op == "queue_unlink":
-        return f"pool.free_block_queue.remove({blk})"
-    if a.op == "step":
-        return f"capacity[0] = {x[0]}; print([b.block_id for b in scanner.step()])"
-    if a.op in ("complete", "abort"):
-        return f"scanner.{a.op}([{blk}])"
-    return f"scanner.{a.op}()"
 
 
 def check_lazy(

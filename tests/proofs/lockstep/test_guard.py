@@ -90,5 +90,5 @@ def test_the_lazy_engines_report_a_scan_that_never_ends() -> None:
         found = lockstep_search(BOUNDS["quick"][0], bug.factory)  # type: ignore[arg-type]
         out = run_machine(lazy_machine(BlockPool, bug.factory), 50, 20, shrink=False)
     assert found.found is not None and "did not return within" in found.found.reason
-    assert found.path and str(found.path[-1]).startswith("scanner.step")
+    assert found.path and "scanner.step()" in str(found.path[-1])
     assert out.status is Status.COUNTEREXAMPLE and "did not return within" in out.counterexample

@@ -99,8 +99,12 @@ def _modules() -> Iterator[Module]:
             rel = path.relative_to(folder).with_suffix("")
             parts = [p for p in rel.parts if p != "__init__"]
             yield Module(".".join([short, *parts]), path)
-    for path in sorted(FACE_DIR.glob("*.py")):
-        yield Module(path.stem, path)
+    for path in sorted(FACE_DIR.rglob("*.py")):
+        rel = path.relative_to(FACE_DIR).with_suffix("")
+        if rel.parts[0] in ("model", "impl", "proofs"):
+            continue  # the links: read above, under their own names
+        parts = [p for p in rel.parts if p != "__init__"] or ["__init__"]
+        yield Module(".".join(parts), path)
 
 
 def _resolve(module: Module, node: ast.ImportFrom) -> str | None:
@@ -135,9 +139,12 @@ def _defined_private(tree: ast.AST, skip: set[int]) -> set[str]:
                 out.add(node.attr)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             out.add(node.id)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if node.value.isidentifier():
-                out.add(node.value)
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value.isidentifier()
+        ):
+            out.add(node.value)
     return {n for n in out if n.startswith("_") and not n.startswith("__")}
 
 

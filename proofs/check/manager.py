@@ -1,6 +1,6 @@
 """`evictable check` for a CPU manager: both engines under one contract, findings grouped.
 
-`check_manager(factory, policy, contract, ...)` runs
+`run_check(factory, policy, contract, ...)` runs
 
 1. the conformance engine (`lockstep.conformance.run_conformance`): random call
    sequences, continuing past findings, one shrunk trace per class;
@@ -11,8 +11,11 @@
    nothing new (or `rounds` rounds ran);
 
 and groups the findings of both by class (`base.findings.group`: the shortest
-trace of each class wins, whichever engine found it). The pytest entry point
-(`check.plugin`) and the command line both call it.
+trace of each class wins, whichever engine found it). The pytest fixture
+(`check.plugin`) and the command line both call it. `check_manager` is the same for
+a caller in Python (`evictable.testing.check_manager`): the contract by name or as a
+`Contract`, the factory's declarations (`evictable_contract`, `evictable_policy`)
+underneath.
 """
 
 from __future__ import annotations
@@ -22,13 +25,14 @@ from dataclasses import dataclass
 
 from evictable.proofs.base.bounds import Bounds
 from evictable.proofs.base.compare import Kind
-from evictable.proofs.base.contract import Contract
+from evictable.proofs.base.contract import Contract, resolve
 from evictable.proofs.base.findings import Finding, group
+from evictable.proofs.base.profiles import profile
 from evictable.proofs.base.protocol import Factory
 from evictable.proofs.explore.manager import Exploration, explore
 from evictable.proofs.lockstep.conformance import ConformanceRecord, run_conformance
 
-__all__ = ["ManagerCheck", "check_manager", "explore_findings"]
+__all__ = ["ManagerCheck", "check_manager", "explore_findings", "run_check"]
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,7 @@ def explore_findings(
     return runs, found
 
 
-def check_manager(
+def run_check(
     factory: Factory,
     policy: str,
     contract: Contract,
@@ -113,3 +117,40 @@ def check_manager(
         t1 - t0,
         t2 - t1,
     )
+
+
+def check_manager(
+    factory: Factory,
+    policy: str | None = None,
+    *,
+    contract: Contract | str | None = None,
+    errors: str | None = None,
+    black_box: bool | None = None,
+    valid_only: bool | None = None,
+    examples: int = 200,
+    steps: int = 40,
+    seed: int | None = None,
+    explore: bool = True,
+    workers: int = 1,
+) -> ManagerCheck:
+    """Hold the managers `factory(num_blocks, policy, enable_events)` makes to the model.
+
+    `contract` is a `Contract`, or a mode name (`"exact"`, `"safety"`) applied with
+    `errors` (`"typed"`, `"builtin"`, `"any"`), `black_box` and `valid_only` on top
+    of what the factory declares (`evictable_contract`); `policy` defaults to the
+    factory's `evictable_policy`, else `"lru"`. Runs the conformance engine
+    (`examples` x `steps`, `seed`) and, with `explore`, the explorer at the policy's
+    `check` bounds; returns every finding, one per class (`ManagerCheck.findings`),
+    and never raises for a finding. Raises `ContractError` for a bad contract and
+    `MissingProfileError` for a policy without a verification profile.
+    """
+    chosen = (
+        contract
+        if isinstance(contract, Contract)
+        else resolve(
+            factory, mode=contract, errors=errors, black_box=black_box, valid_only=valid_only
+        )
+    )
+    name = str(policy or getattr(factory, "evictable_policy", "lru"))
+    bounds = profile(name).check if explore else None
+    return run_check(factory, name, chosen, examples, steps, seed, bounds, workers)

@@ -1,12 +1,10 @@
-"""The conformance engine inside your own pytest run.
+"""The conformance engine inside your own pytest run: what the `evictable_check`
+fixture does.
 
-Opt in from a `conftest.py`:
-
-    pytest_plugins = ["evictable.proofs.check.plugin"]
-
-and ask for the `evictable_check` fixture, a callable that runs the engines against
-your factory under any contract and fails the test with every finding (one per
-class, each with its shortest trace as a runnable snippet):
+The fixture and the `--evictable-seed` option are registered by the pytest plugin
+`evictable.testing.plugin` (a `pytest11` entry point: installed with evictable, no
+`-p` flag or `pytest_plugins` line needed); it imports this module only when a test
+asks for the fixture, so a project that does not use it pays nothing. A test:
 
     def test_my_manager_is_safe(evictable_check):
         evictable_check(my_factory, policy="lru", contract="safety", errors="any")
@@ -18,9 +16,6 @@ class, each with its shortest trace as a runnable snippet):
   drawn. The failure message prints the seed and the command line that reproduces
   the run.
 * `explore=True` also runs the explorer (exhaustive for small bounds, slower).
-
-The Hypothesis strategies for keys and call sequences are in
-`evictable.proofs.lockstep.strategies` (re-exported here) for properties of your own.
 """
 
 from __future__ import annotations
@@ -33,35 +28,12 @@ import pytest
 from hypothesis import settings
 
 from evictable.proofs.base.contract import Contract, ContractError, resolve
+from evictable.proofs.base.findings import findings_block
+from evictable.proofs.base.profiles import profile
 from evictable.proofs.base.protocol import Factory
-from evictable.proofs.lockstep.strategies import (
-    call_sequences,
-    calls,
-    check_calls,
-    key_batches,
-    keys,
-)
+from evictable.proofs.check.manager import run_check
 
-__all__ = [
-    "call_sequences",
-    "calls",
-    "check_calls",
-    "evictable_check",
-    "key_batches",
-    "keys",
-    "pytest_addoption",
-    "seed_for",
-]
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("evictable")
-    group.addoption(
-        "--evictable-seed",
-        type=int,
-        default=None,
-        help="seed of every evictable_check run (printed on failure)",
-    )
+__all__ = ["checker", "seed_for"]
 
 
 def _profile() -> settings:
@@ -85,11 +57,11 @@ def seed_for(config: pytest.Config) -> int:
     return secrets.randbelow(2**32)
 
 
-@pytest.fixture
-def evictable_check(request: pytest.FixtureRequest) -> Callable[..., None]:
-    """`evictable_check(factory, policy="lru", *, contract=None, errors=None,
-    black_box=None, valid_only=None, explore=False, examples=None, steps=None,
-    **choices)`: run the engines; fail the test with every finding and the seed."""
+def checker(request: pytest.FixtureRequest) -> Callable[..., None]:
+    """The `evictable_check` callable of one test: `evictable_check(factory,
+    policy="lru", *, contract=None, errors=None, black_box=None, valid_only=None,
+    explore=False, examples=None, steps=None, **choices)` runs the engines and fails
+    the test with every finding and the seed."""
     seed = seed_for(request.config)
 
     def run(
@@ -105,10 +77,6 @@ def evictable_check(request: pytest.FixtureRequest) -> Callable[..., None]:
         steps: int | None = None,
         **choices: Any,
     ) -> None:
-        from evictable.proofs.base.findings import findings_block
-        from evictable.proofs.base.profiles import profile
-        from evictable.proofs.check.manager import check_manager
-
         try:
             chosen = (
                 contract
@@ -128,7 +96,7 @@ def evictable_check(request: pytest.FixtureRequest) -> Callable[..., None]:
         current = _profile()
         n = examples if examples is not None else current.max_examples
         k = steps if steps is not None else current.stateful_step_count
-        result = check_manager(
+        result = run_check(
             factory,
             name,
             chosen,

@@ -30,7 +30,7 @@ from evictable.proofs.base.compare import Errors
 from evictable.proofs.base.contract import Contract, ContractError, Inputs, Mode, resolve
 from evictable.proofs.base.findings import findings_block
 from evictable.proofs.base.profiles import MissingProfileError, profile
-from evictable.proofs.check.manager import check_manager
+from evictable.proofs.check.manager import run_check
 from evictable.proofs.check.setup import SetupError, load_factory, probe_manager
 from evictable.proofs.cli.args import count
 from evictable.proofs.cli.check_gpu import check_gpu
@@ -142,7 +142,7 @@ def _check_manager(
     print(f"evictable check {args.spec} (target manager, policy {policy!r})")
     print(f"contract: {contract.describe()}")
     print(f"import and construction: {import_s:.1f}s")
-    result = check_manager(
+    result = run_check(
         factory,
         policy,
         contract,

@@ -13,7 +13,7 @@ from evictable.impl.manager import CPUOffloadingManager
 from evictable.proofs.base.compare import Kind
 from evictable.proofs.controls.manager import non_atomic_prepare_load
 from evictable.proofs.lockstep.inputs import Call
-from evictable.proofs.lockstep.strategies import call_sequences, calls, check_calls, keys
+from evictable.testing import call_sequences, calls, check_calls, keys
 
 SUITE = """
 from evictable.impl.manager import CPUOffloadingManager
@@ -31,7 +31,6 @@ def test_a_leaky_manager_is_not(evictable_check):
 CONFTEST = """
 from hypothesis import settings
 
-pytest_plugins = ["evictable.proofs.check.plugin"]
 settings.register_profile("small", max_examples=30, stateful_step_count=20)
 settings.load_profile("small")
 """

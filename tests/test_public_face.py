@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import shutil
 import subprocess
 import sys
@@ -15,12 +16,17 @@ import evictable.model.errors
 import evictable.testing
 
 ROOT = Path(__file__).resolve().parents[1]
-TESTING = ROOT / "src" / "evictable" / "testing" / "__init__.py"
+FACES = {
+    "evictable.testing": ROOT / "src" / "evictable" / "testing" / "__init__.py",
+    "evictable.impl": ROOT / "impl" / "__init__.py",
+    "evictable.model": ROOT / "model" / "__init__.py",
+}
+"""The packages whose names are imported on first use (PEP 562), and their files."""
 
 
-def _type_checking_imports() -> dict[str, str]:
-    """name -> module, from the `if TYPE_CHECKING:` block of evictable/testing."""
-    tree = ast.parse(TESTING.read_text(encoding="utf-8"))
+def _type_checking_imports(path: Path) -> dict[str, str]:
+    """name -> module, from the `if TYPE_CHECKING:` block of a package `__init__`."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
     block = next(
         n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"
     )
@@ -32,18 +38,22 @@ def _type_checking_imports() -> dict[str, str]:
     }
 
 
-def test_every_public_name_resolves_to_its_declared_home() -> None:
-    declared = _type_checking_imports()
-    assert declared == evictable.testing._HOME  # type checkers see what runs
-    assert evictable.testing.__all__ == sorted(declared)
+@pytest.mark.parametrize("package", sorted(FACES))
+def test_every_public_name_resolves_to_its_declared_home(package: str) -> None:
+    module = importlib.import_module(package)
+    declared = _type_checking_imports(FACES[package])
+    assert declared == module._HOME  # type checkers see what runs
+    assert sorted(module.__all__) == sorted(declared)
     for name, home in declared.items():
-        value = getattr(evictable.testing, name)
-        assert value is getattr(sys.modules[home], name)
+        value = getattr(module, name)
+        assert value is getattr(importlib.import_module(home), name)
 
 
-def test_rejects_an_unknown_public_name() -> None:
+@pytest.mark.parametrize("package", sorted(FACES))
+def test_rejects_an_unknown_public_name(package: str) -> None:
+    missing = "nope"
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
-        evictable.testing.nope  # noqa: B018
+        getattr(importlib.import_module(package), missing)
 
 
 def test_errors_reexports_every_error_class() -> None:
@@ -81,7 +91,14 @@ def test_rejects_an_unknown_contract_name() -> None:
 
 @pytest.mark.parametrize(
     "module",
-    ["evictable", "evictable.errors", "evictable.testing", "evictable.testing.plugin"],
+    [
+        "evictable",
+        "evictable.errors",
+        "evictable.impl",
+        "evictable.model",
+        "evictable.testing",
+        "evictable.testing.plugin",
+    ],
 )
 def test_the_public_modules_load_neither_z3_nor_the_engines(module: str) -> None:
     probe = (

@@ -25,21 +25,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from evictable.proofs import LAYERS
 
-LAYERS: tuple[tuple[str, ...], ...] = (
-    ("model",),
-    ("impl",),
-    ("proofs.base",),
-    ("proofs.z3", "proofs.explore", "proofs.lockstep", "proofs.adapters"),
-    ("proofs.controls", "proofs.refine", "proofs.check"),
-    ("proofs.obligations",),
-    ("proofs.cli",),
-    ("face",),
-)
-"""Packages by layer, bottom first. A module may import its own package and any
-package of a lower layer; `face` is the public modules beside `evictable/__init__.py`
-(`evictable.testing`, `evictable.errors`, `evictable.vllm`)."""
+ROOT = Path(__file__).resolve().parent.parent
 
 SOURCES: tuple[tuple[str, Path], ...] = (
     ("evictable.model", ROOT / "model"),

@@ -1,5 +1,6 @@
 """Generate the lifecycle tables and diagrams of `docs/spec.md` from `model/lifecycle.py`,
-and the list of obligations of `docs/proofs.md` from the registry.
+the list of obligations of `docs/proofs.md` from the registry, and the module map of
+`docs/architecture.md` from the package itself.
 
 Both documents hold hand-written prose plus generated regions delimited by
 `<!-- BEGIN GENERATED: name -->` / `<!-- END GENERATED: name -->`. `render()` rewrites
@@ -13,6 +14,7 @@ at the default level, with its kind, its bounds and its negative control
 from __future__ import annotations
 
 import argparse
+import ast
 import re
 import sys
 from collections.abc import Callable
@@ -28,14 +30,18 @@ from evictable.model.lifecycle import (
     Transition,
     derive_hook,
 )
+from evictable.proofs import LAYERS
 from evictable.proofs.base.levels import Level
 
 __all__ = [
+    "ARCHITECTURE_PATH",
     "DOCUMENTS",
     "PROOFS_PATH",
     "SPEC_PATH",
     "dot",
+    "architecture_regions",
     "main",
+    "module_map",
     "mermaid",
     "obligations_table",
     "proofs_regions",
@@ -51,6 +57,9 @@ SPEC_PATH = Path(__file__).resolve().parents[2] / "docs" / "spec.md"
 
 PROOFS_PATH = SPEC_PATH.with_name("proofs.md")
 """`docs/proofs.md`, whose region `obligations` is generated from the registry."""
+
+ARCHITECTURE_PATH = SPEC_PATH.with_name("architecture.md")
+"""`docs/architecture.md`, whose region `module-map` is generated from the package."""
 
 _REGION = re.compile(
     r"(<!-- BEGIN GENERATED: (?P<name>[\w-]+) -->\n)(?P<body>.*?)"
@@ -175,6 +184,72 @@ def obligations_table(level: Level = "default") -> str:
     return "\n".join(rows)
 
 
+def _package_dirs() -> dict[str, Path]:
+    """Each package of `LAYERS` (and the face) -> its folder, as installed."""
+    import evictable
+
+    top = Path(evictable.__file__).resolve().parent
+    out: dict[str, Path] = {"face": top}
+    for layer in LAYERS:
+        for name in layer:
+            if name != "face":
+                out[name] = top.joinpath(*name.split("."))
+    return out
+
+
+def _summary(path: Path) -> str:
+    """A module's summary: the first paragraph of its docstring, up to its first
+    sentence when the paragraph is long."""
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    para = " ".join(doc.split("\n\n")[0].split())
+    if len(para) > 200 and ". " in para:
+        para = para[: para.index(". ") + 1]
+    return _cell(para) if para else "—"
+
+
+def _modules(package: str, folder: Path) -> list[tuple[str, Path]]:
+    """(dotted name, file) of every module of one package of `LAYERS`."""
+    if package == "face":
+        files = [folder / "__init__.py", folder / "errors.py"]
+        files += sorted((folder / "testing").rglob("*.py"))
+        base = folder
+    elif package == "proofs":
+        files, base = [folder / "__init__.py"], folder.parent
+    else:
+        files = sorted(
+            folder.rglob("*.py"),
+            key=lambda f: (f.name != "__init__.py", f.relative_to(folder).parts),
+        )
+        base = folder.parent.parent if "." in package else folder.parent
+    out = []
+    for f in files:
+        parts = [p for p in f.relative_to(base).with_suffix("").parts if p != "__init__"]
+        out.append((".".join(["evictable", *parts]), f))
+    return out
+
+
+def module_map() -> str:
+    """Markdown: every module of the installed package, by layer from the top, with
+    its summary (`_summary`)."""
+    dirs = _package_dirs()
+    rows: list[str] = []
+    for i, layer in reversed(list(enumerate(LAYERS))):
+        rows.append(f"**Layer {i}: {', '.join(f'`{p}`' for p in layer)}**")
+        rows.append("")
+        rows.append("| module | what it holds |")
+        rows.append("|---|---|")
+        for package in layer:
+            for name, path in _modules(package, dirs[package]):
+                rows.append(f"| `{name}` | {_summary(path)} |")
+        rows.append("")
+    return "\n".join(rows).rstrip()
+
+
+def architecture_regions() -> dict[str, str]:
+    """The generated regions of `docs/architecture.md`, by region name."""
+    return {"module-map": module_map()}
+
+
 def proofs_regions() -> dict[str, str]:
     """The generated regions of `docs/proofs.md`, by region name."""
     return {"obligations": obligations_table("default")}
@@ -183,6 +258,7 @@ def proofs_regions() -> dict[str, str]:
 DOCUMENTS: dict[Path, Callable[[], dict[str, str]]] = {
     SPEC_PATH: regions,
     PROOFS_PATH: proofs_regions,
+    ARCHITECTURE_PATH: architecture_regions,
 }
 """Every document with generated regions, and what fills them."""
 

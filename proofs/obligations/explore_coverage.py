@@ -1,4 +1,6 @@
-"""The obligations of `explore.coverage`, each paired with its negative control."""
+"""`rows.coverage.*`: every row of both lifecycle tables is executed by the model;
+the control is a table with a dead row.
+"""
 
 from __future__ import annotations
 

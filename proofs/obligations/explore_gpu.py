@@ -1,4 +1,6 @@
-"""The obligations of `explore.gpu`, each paired with its negative control."""
+"""`explore.free_queue`, `explore.block_pool`: every reachable state of the GPU side
+explored, the implementation in lock-step, each with seeded broken implementations.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The obligations of `explore.lazy_cursor`, each paired with its negative control."""
+"""`lazy.*`: scan completeness and no stall of the lazy offload cursor, explored and
+checked in Z3, with the ref-count-only validation vLLM uses as the control.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The obligations of `explore.lazy_fixed`, each paired with its negative control."""
+"""`lazy.fixed_capacity`: the lazy scanner with an int CPU capacity on every edge of
+the search; the control ignores the capacity.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The obligations of `explore.manager`, each paired with its negative control."""
+"""`explore.<policy>`, `explore.<policy>.faults`: every reachable state of the CPU
+manager, the implementation in lock-step on every edge (with and without faults),
+each with a seeded broken manager.
+"""
 
 from __future__ import annotations
 

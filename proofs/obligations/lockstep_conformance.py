@@ -1,4 +1,6 @@
-"""The obligations of `lockstep.conformance`, each paired with its negative control."""
+"""`conformance.<policy>`: the Hypothesis lock-step conformance run per policy, with a
+non-atomic adapter as the control.
+"""
 
 from __future__ import annotations
 

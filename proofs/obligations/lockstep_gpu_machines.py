@@ -1,4 +1,6 @@
-"""The obligations of `lockstep.gpu_machines`, each paired with its negative control."""
+"""`conformance.free_queue`, `conformance.block_pool`: the GPU lock-step machines,
+each with the seeded broken queues and pools they must refute.
+"""
 
 from __future__ import annotations
 

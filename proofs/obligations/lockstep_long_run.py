@@ -1,4 +1,6 @@
-"""The obligations of `lockstep.long_run`, each paired with its negative control."""
+"""`conformance.<policy>.long_run`: a long lock-step run over few keys (what only
+many steps reach), with a non-atomic adapter as the control.
+"""
 
 from __future__ import annotations
 

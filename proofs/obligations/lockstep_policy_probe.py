@@ -1,4 +1,6 @@
-"""The obligations of `lockstep.policy_probe`, each paired with its negative control."""
+"""`probe.policy.*`: the built-in policies' own API in lock-step with the model
+policies, with a broken policy as the control.
+"""
 
 from __future__ import annotations
 

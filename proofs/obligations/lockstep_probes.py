@@ -1,4 +1,6 @@
-"""The obligations of `lockstep.probes`, each paired with its negative control."""
+"""`probe.*`: the constructor's argument order, the evict contract and the policy
+registry, probed exhaustively, each with a broken variant.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The obligations of `lockstep.queue_probes`, each paired with its negative control."""
+"""`probe.free_queue`: the free queue where the model cannot follow (sentinels,
+handed-back blocks, corrupted links), with seeded broken queues.
+"""
 
 from __future__ import annotations
 

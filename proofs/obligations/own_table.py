@@ -1,4 +1,7 @@
-"""The obligations of `base.own_table`, each paired with its negative control."""
+"""`explore.<policy>.own_table`, `explore.lru.plain`: the manager's generic path (a
+policy that shares no key table) explored, with a manager whose own table keeps
+aborted keys as the control.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The obligations of `refine.bound`, each paired with its negative control."""
+"""`bound.*`: the eviction and slot encodings evaluated on concrete inputs against
+the code, each with planted bugs.
+"""
 
 from __future__ import annotations
 

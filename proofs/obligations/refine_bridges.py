@@ -1,4 +1,7 @@
-"""The obligations of `refine.bridges`, each paired with its negative control."""
+"""`bridge.*`, `bound.counters.*`: the Z3 relations hold on the code's own steps
+(per block, per manager call, the free queue, the counters), each with a broken
+variant.
+"""
 
 from __future__ import annotations
 

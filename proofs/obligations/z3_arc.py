@@ -1,4 +1,6 @@
-"""The obligations of `z3.arc`, each paired with its negative control."""
+"""`arc.z3.*`: ARC's adaptive target stays in [0, N] and its per-key relations are
+inductive (Z3), each with a broken encoding.
+"""
 
 from __future__ import annotations
 

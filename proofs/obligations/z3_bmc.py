@@ -1,4 +1,6 @@
-"""The obligations of `z3.bmc`, each paired with its negative control."""
+"""`bmc.manager`: symbolic bounded model checking of the manager relation, with the
+seeded broken relations it must find.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The obligations of `z3.counters`, each paired with its negative control."""
+"""`counters.*`: the implementation's counter updates keep each counter equal to its
+count; each control forgets one update.
+"""
 
 from __future__ import annotations
 

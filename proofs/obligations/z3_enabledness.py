@@ -1,4 +1,6 @@
-"""The obligations of `z3.enabledness`, each paired with its negative control."""
+"""`enabledness.*`, `safety.*`: the table against the separately written enabledness
+and safety spec (`z3.enabledness`), each with a mutated table it must refute.
+"""
 
 from __future__ import annotations
 

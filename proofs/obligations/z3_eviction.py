@@ -1,4 +1,6 @@
-"""The obligations of `z3.eviction`, each paired with its negative control."""
+"""`eviction.lru.*`, `slots.*`: bounded Z3 obligations of the evictable-list eviction,
+the list's recency order and the slot allocator, each with a broken encoding.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The obligations of `z3.free_queue`, each paired with its negative control."""
+"""`free_queue.*`: the intrusive free queue's link well-formedness, `iter_blocks_after`
+as the suffix after the cursor and the cursor generation (bounded Z3), with controls.
+"""
 
 from __future__ import annotations
 

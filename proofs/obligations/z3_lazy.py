@@ -1,4 +1,5 @@
-"""The obligations of `z3.lazy`, each paired with its negative control."""
+"""`lazy.z3.*`: the bounded Z3 check of the lazy cursor finding, with its control.
+"""
 
 from __future__ import annotations
 

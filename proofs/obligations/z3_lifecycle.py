@@ -1,4 +1,6 @@
-"""The obligations of `z3.lifecycle`, each paired with its negative control."""
+"""`cpu.*`, `gpu.*`: the lifecycle tables' Z3 obligations (initiation, consecution of
+every row, non-vacuity, hooks, ghost ref counts), each with a broken table.
+"""
 
 from __future__ import annotations
 

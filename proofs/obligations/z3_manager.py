@@ -1,4 +1,7 @@
-"""The obligations of `z3.manager`, each paired with its negative control."""
+"""`manager.*`: the manager-level inductive invariant over an unbounded key sort,
+its consecution per operation, non-vacuity and row reachability, each with a broken
+relation.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The obligations of `z3.slots`, each paired with its negative control."""
+"""`slots.*`: the slot allocator keeps fresh ⊎ free ⊎ owned and reuses freed slots LIFO
+(bounded Z3), each with a broken allocator.
+"""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from evictable.model.lifecycle import CPU_MACHINE, Transition
 from evictable.proofs.cli import docgen
@@ -79,4 +80,32 @@ def test_a_new_obligation_makes_the_proofs_list_stale() -> None:
     text = docgen.PROOFS_PATH.read_text(encoding="utf-8")
     bodies = docgen.proofs_regions()
     bodies["obligations"] += "\n| `new.obligation` | tested | 1 example | — |"
+    assert docgen.render(text, bodies) != text
+
+
+def test_every_generated_region_is_present_in_its_document() -> None:
+    for path, fill in docgen.DOCUMENTS.items():
+        text = path.read_text(encoding="utf-8")
+        for name in fill():
+            assert f"<!-- BEGIN GENERATED: {name} -->" in text, f"{path.name} lacks {name}"
+
+
+def test_the_module_map_names_every_module_once() -> None:
+    import evictable
+
+    top = Path(evictable.__file__).resolve().parent
+    doc = docgen.ARCHITECTURE_PATH.read_text(encoding="utf-8")
+    begin, end = "<!-- BEGIN GENERATED: module-map -->", "<!-- END GENERATED: module-map -->"
+    text = doc[doc.index(begin) : doc.index(end)]
+    for package in ("model", "impl", "proofs"):
+        for path in (top / package).rglob("*.py"):
+            parts = [p for p in path.relative_to(top).with_suffix("").parts if p != "__init__"]
+            name = ".".join(["evictable", *parts])
+            assert text.count(f"| `{name}` |") == 1, f"{name} is not in the module map once"
+
+
+def test_a_new_module_makes_the_map_stale() -> None:
+    text = docgen.ARCHITECTURE_PATH.read_text(encoding="utf-8")
+    bodies = docgen.architecture_regions()
+    bodies["module-map"] += "\n| `evictable.proofs.new` | a module nobody mapped |"
     assert docgen.render(text, bodies) != text

@@ -245,13 +245,13 @@ def build() -> Graph:
                 g.violations.append(
                     f"private: {name} reaches .{attr}, defined only in another package"
                 )
-    _check_layers(g)
-    _check_circles(g)
+    check_layers(g)
+    check_circles(g)
     g.violations = sorted(set(g.violations))
     return g
 
 
-def _check_layers(g: Graph) -> None:
+def check_layers(g: Graph) -> None:
     for src, targets in g.edges.items():
         a = package_of(src)
         for dst in targets:
@@ -267,7 +267,7 @@ def _check_layers(g: Graph) -> None:
                 g.violations.append(f"sideways: {src} ({a}) imports {dst} ({b})")
 
 
-def _check_circles(g: Graph) -> None:
+def check_circles(g: Graph) -> None:
     """Tarjan's strongly connected components over the module graph."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}

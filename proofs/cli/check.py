@@ -14,8 +14,9 @@ Every choice left out comes from what the factory declares (`evictable_contract`
 typed errors, snapshots, every input, policy `lru`. The `manager` target (the
 default) runs the conformance engine and the explorer (`check.manager`); the GPU
 targets run their lock-step machines and, for the lazy scanner, the breadth-first
-search for the scan-completeness property (`cli.check_gpu`). Findings are printed
-one per class, each with its shortest trace as a runnable snippet. Exit codes: 0 no
+search for the scan-completeness property (`check.gpu`, printed by `cli.check_gpu`).
+Findings are printed one per class, each with its shortest trace as a runnable
+snippet. Exit codes: 0 no
 finding, 1 a finding, 2 could not run.
 """
 

@@ -12,80 +12,23 @@
   `abort`, `snapshot()` unless black box), over the pools of `--pool MODULE:FACTORY`
   (default: the factory's `evictable_pool`, else this project's `BlockPool`).
 
-The queue and pool run their lock-step machines (`lockstep.gpu_machines`) in rounds:
-each round is a Hypothesis run that stops at its first finding and shrinks it;
-the next round gives up every example that shows a class already found. The lazy
-target runs the breadth-first search of `explore.lazy_contract`.
+The queue and pool run their lock-step machines in rounds, the lazy target the
+breadth-first search of `explore.lazy_contract` (`check.gpu`); this module prints
+what they found and builds the report.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable
 from typing import Any
 
-from hypothesis import Phase
-from hypothesis import seed as hypothesis_seed
-from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
-
-from evictable.proofs.base.compare import Kind
+from evictable.impl.block_pool import BlockPool
 from evictable.proofs.base.contract import Contract
-from evictable.proofs.base.findings import Finding, findings_block
-from evictable.proofs.lockstep.gpu import GpuConformanceFailure
-from evictable.proofs.lockstep.settings import engine_settings
+from evictable.proofs.base.findings import findings_block
+from evictable.proofs.check.gpu import check_machine, check_scanner
 
-__all__ = ["check_gpu", "machine_findings"]
-
-
-def machine_findings(
-    make: Callable[[frozenset[Kind]], type[RuleBasedStateMachine]],
-    engine: str,
-    examples: int,
-    steps: int,
-    seed: int | None,
-    rounds: int = 6,
-) -> tuple[list[Finding], dict[str, int]]:
-    """Rounds of a GPU machine (see the module docstring): findings, and the counts of
-    examples and calls over all rounds."""
-    masked: set[Kind] = set()
-    found: list[Finding] = []
-    totals = {"examples": 0, "calls": 0}
-    config = engine_settings(examples, steps, derandomize=seed is None, phases=list(Phase))
-    for _ in range(rounds):
-        machine = make(frozenset(masked))
-        if seed is not None:
-            machine = hypothesis_seed(seed)(machine)
-        try:
-            run_state_machine_as_test(machine, settings=config)
-            failure = None
-        except GpuConformanceFailure as exc:
-            failure = exc
-        stats = getattr(machine, "stats", {})
-        totals["examples"] += stats.get("examples", 0)
-        totals["calls"] += stats.get("calls", 0)
-        if failure is None or failure.kind in masked:
-            break
-        masked.add(failure.kind)
-        trace = "\n".join(failure.trace)
-        found.append(
-            Finding(failure.kind, engine, failure.reason, trace, trace, len(failure.trace))
-        )
-    return found, totals
-
-
-def _machine(target: str, factory: Any, contract: Contract) -> Callable[[frozenset[Kind]], Any]:
-    from evictable.impl.free_queue import KVCacheBlock
-    from evictable.proofs.lockstep.gpu_machines import pool_machine, queue_machine
-
-    build = queue_machine if target == "free-queue" else pool_machine
-    block = getattr(factory, "evictable_blocks", KVCacheBlock)
-
-    def make(masked: frozenset[Kind]) -> Any:
-        base = build(factory, contract, block)
-        return type(base.__name__, (base,), {"masked": masked})
-
-    return make
+__all__ = ["check_gpu"]
 
 
 def check_gpu(
@@ -98,13 +41,9 @@ def check_gpu(
     start = time.perf_counter()
     extra: dict[str, Any] = {}
     if args.target == "lazy":
-        from evictable.impl.block_pool import BlockPool
-        from evictable.proofs.explore.lazy import Bounds
-        from evictable.proofs.explore.lazy_contract import check_lazy
-
-        bounds = Bounds(num_blocks=args.blocks, window=1, hashes=("a",), max_ref=1, capacities=(1,))
         pools = pool if pool is not None else getattr(factory, "evictable_pool", BlockPool)
-        result = check_lazy(factory, pools, contract, bounds)
+        result = check_scanner(factory, pools, contract, args.blocks)
+        bounds = result.bounds
         for i, line in enumerate(result.rounds, 1):
             print(f"lazy search round {i}: {line}")
         findings = result.findings
@@ -124,15 +63,13 @@ def check_gpu(
         if not result.complete and not findings:
             status = "error"
     else:
-        engine = f"{args.target} machine"
-        found, totals = machine_findings(
-            _machine(args.target, factory, contract), engine, args.examples, args.steps, args.seed
-        )
-        findings = tuple(found)
+        run = check_machine(args.target, factory, contract, args.examples, args.steps, args.seed)
+        findings = run.findings
+        totals = {"examples": run.examples, "calls": run.calls}
         status = "failed" if findings else "passed"
         print(
-            f"{engine} ({args.examples} examples x {args.steps} steps): "
-            f"{totals['examples']} examples, {totals['calls']} calls"
+            f"{run.engine} ({args.examples} examples x {args.steps} steps): "
+            f"{run.examples} examples, {run.calls} calls"
         )
     seconds = time.perf_counter() - start
     print(f"checked in {seconds:.1f}s\n")

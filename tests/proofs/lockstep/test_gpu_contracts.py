@@ -10,7 +10,7 @@ from evictable.impl.lazy_offload import LazyOffloadScanner
 from evictable.proofs.base.compare import Errors, Kind
 from evictable.proofs.base.contract import DEFAULT, Contract, Inputs, Mode
 from evictable.proofs.base.records import Status
-from evictable.proofs.cli.check_gpu import machine_findings
+from evictable.proofs.check.gpu import machine_findings
 from evictable.proofs.controls.gpu import SEEDED_QUEUES, RefCountScanner
 from evictable.proofs.explore.lazy import Bounds
 from evictable.proofs.explore.lazy_contract import check_lazy

@@ -1,5 +1,4 @@
-"""`lazy.z3.*`: the bounded Z3 check of the lazy cursor finding, with its control.
-"""
+"""`lazy.z3.*`: the bounded Z3 check of the lazy cursor finding, with its control."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ draw the same kinds of input as plain values, so a test suite can build its own
 properties around them and replay them against the model with `check_calls`:
 
     from hypothesis import given
-    from evictable.proofs.lockstep.strategies import call_sequences, check_calls
+    from evictable.testing import call_sequences, check_calls
 
     @given(call_sequences())
     def test_my_manager_agrees_with_the_model(calls):

@@ -8,7 +8,7 @@ from typing import Any
 
 from evictable.impl.manager import CPUOffloadingManager
 from evictable.impl.policies.base import CachePolicy
-from evictable.impl.policies.factory import register_policy
+from evictable.impl.policies.factory import policy_scope
 from evictable.proofs.base.protocol import Factory
 
 __all__ = ["TARGETS", "SeededBug", "with_policy"]
@@ -43,15 +43,17 @@ class SeededBug:
 
 
 def with_policy(base: str, registered: str, cls: type[CachePolicy]) -> Factory:
-    """Register the broken policy `cls` as `registered`; a factory of unmodified
-    managers that use it wherever `base` is asked for (other names pass through, so
-    unknown names are still refused)."""
-    register_policy(registered, cls)
+    """A factory of unmodified managers that use the broken policy `cls` wherever
+    `base` is asked for (other names pass through, so unknown names are still
+    refused). `cls` is known as `registered` only while the factory constructs a
+    manager (`policy_scope`): nothing is registered, and the manager resolves its
+    policy's name in its constructor only."""
 
     def factory(num_blocks: int, policy: str, enable_events: bool) -> CPUOffloadingManager:
-        return CPUOffloadingManager(
-            num_blocks, registered if policy == base else policy, enable_events
-        )
+        with policy_scope({registered: cls}):
+            return CPUOffloadingManager(
+                num_blocks, registered if policy == base else policy, enable_events
+            )
 
     factory.__qualname__ = factory.__name__ = f"with_{registered.replace('-', '_')}"
     return factory

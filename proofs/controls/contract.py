@@ -1,34 +1,38 @@
-"""Broken managers for the probes and the no-shared-table engines (`lockstep.probes`,
-`base.own_table`): each gets one check of the manager's generic path wrong."""
+"""Broken managers and registries for the probes and the no-shared-table engines
+(`lockstep.probes`, `base.own_table`): each gets one check of the generic path wrong.
+
+Each is the implementation itself with one edit (`controls.mutant`), or a wrapper
+of it through its public interface.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Set
 from typing import Any
 
-from evictable.impl.block import BlockStatus
 from evictable.impl.manager import CPUOffloadingManager
-from evictable.model.types import Key
 from evictable.model.validate import check_enable_events, check_num_blocks
 from evictable.proofs.base.own_table import own_table_name
+from evictable.proofs.controls.mutant import Edit, lines, mutant
 
 __all__ = [
     "OwnTableKeepsAborted",
     "TrustsPolicyVictims",
+    "UncheckedRegistry",
     "events_checked_first",
     "register_unchecked",
 ]
 
-
-class TrustsPolicyVictims(CPUOffloadingManager):
-    """Takes whatever a pluggable policy's `evict` returns as its victims, unchecked."""
-
-    __slots__ = ()
-
-    def _accept(
-        self, chosen: object, need: int, protected: Set[Key]
-    ) -> list[tuple[Key, BlockStatus]]:
-        return chosen  # type: ignore[return-value]  # BUG: no contract check
+TrustsPolicyVictims = mutant(
+    "evictable.impl.manager",
+    "CPUOffloadingManager",
+    Edit(
+        "CPUOffloadingManager.prepare_store",
+        lines("victims = self._accept(chosen, need, protected) if guarded else chosen", 16),
+        lines("victims = chosen  # BUG: no contract check", 16),
+    ),
+    name="TrustsPolicyVictims",
+    doc="Takes whatever a pluggable policy's `evict` returns as its victims, unchecked.",
+)
 
 
 def events_checked_first(
@@ -41,15 +45,24 @@ def events_checked_first(
     return CPUOffloadingManager(num_blocks, policy, enable_events)  # type: ignore[arg-type]
 
 
-class _KeepsAborted(CPUOffloadingManager):
-    __slots__ = ()
-
-    def complete_store(self, keys: Sequence[Key], success: bool = True) -> list[Key]:
-        kept = {k: b for k in keys if (b := self._blocks.get(k)) is not None and b.ref_cnt < 0}
-        acted = super().complete_store(keys, success)
-        if not success and self._own_table:
-            self._blocks.update((k, kept[k]) for k in acted)  # BUG: the keys stay filed
-        return acted
+_KeepsAborted = mutant(
+    "evictable.impl.manager",
+    "CPUOffloadingManager",
+    Edit(
+        "CPUOffloadingManager.complete_store",
+        lines(
+            """
+            if self._own_table:
+                for key in acted:
+                    del blocks[key]
+        """,
+            12,
+        ),
+        lines("# BUG: the keys stay filed in the manager's own table", 12),
+    ),
+    name="_KeepsAborted",
+    doc="A failed store leaves its keys in the manager's own key table.",
+)
 
 
 def OwnTableKeepsAborted(num_blocks: int, policy: str = "lru", enable_events: bool = False) -> Any:
@@ -59,8 +72,28 @@ def OwnTableKeepsAborted(num_blocks: int, policy: str = "lru", enable_events: bo
     return _KeepsAborted(num_blocks, own_table_name(policy), enable_events)
 
 
-def register_unchecked(name: Any, cls: Any) -> None:
-    """`register_policy` without its checks: any name, any class."""
-    from evictable.impl.policies import factory
+UncheckedRegistry = mutant(
+    "evictable.impl.policies.factory",
+    "PolicyRegistry",
+    Edit(
+        "PolicyRegistry.register",
+        lines("""
+            _check_entry(name, cls)
+            table = self._registrations()
+            current = table.get(name)
+            if current is not None and current is not cls:
+                raise InvalidArgumentError(
+                    f"policy name {name!r} is already registered to {current.__name__}"
+                )
+        """),
+        lines("table = self._registrations()  # BUG: nothing checked"),
+    ),
+    name="UncheckedRegistry",
+    doc="A policy registry whose `register` takes any name and any class, unchecked.",
+)
 
-    factory._registered[name] = cls  # BUG: nothing checked
+
+def register_unchecked() -> Any:
+    """A fresh policy registry whose `register` checks nothing: any name, any class
+    (for `lockstep.probes.registry_probe`)."""
+    return UncheckedRegistry()

@@ -19,6 +19,7 @@ from evictable.impl.policies.lru import LRUCachePolicy, unlink
 from evictable.impl.slots import SlotAllocator
 from evictable.model.lifecycle import CpuEvent, CpuState, Hook, Machine
 from evictable.model.types import Key
+from evictable.proofs.controls.mutant import Edit, lines, mutant
 from evictable.proofs.controls.policies import EvictionIgnoresProtected, TouchPromotesPending
 from evictable.proofs.controls.tables import overriding
 from evictable.proofs.z3.counter_rules import CallCounts, CounterRule, counters_after
@@ -43,6 +44,9 @@ __all__ = [
     "SlotsResetKeepsStack",
 ]
 
+LRU = "evictable.impl.policies.lru"
+"""The module the LRU bugs that need its internals are compiled from (`controls.mutant`)."""
+
 
 class LruEvictsMostRecent(LRUCachePolicy):
     """`evict` walks the evictable list from the most-recent end."""
@@ -57,26 +61,57 @@ class LruEvictsMostRecent(LRUCachePolicy):
         return [(b.key, b) for b in chosen]
 
 
-class LruLinksAtLeastRecentEnd(LRUCachePolicy):
-    """`mark_evictable` links the key at the least-recent end (it is evicted first)."""
+LruLinksAtLeastRecentEnd = mutant(
+    LRU,
+    "LRUCachePolicy",
+    Edit(
+        "LRUCachePolicy.mark_evictable",
+        lines("link_last(self.ring, (block,))"),
+        lines("self._relink([block, *self.listed()])  # BUG: at the least-recent end"),
+    ),
+    Edit(  # the same mistake in the manager's batch path
+        "LRUCachePolicy.became_evictable",
+        lines("link_last(self.ring, blocks)"),
+        lines("""
+            for block in blocks:
+                self._relink([block, *self.listed()])  # BUG: at the least-recent end
+        """),
+    ),
+    name="LruLinksAtLeastRecentEnd",
+    doc="`mark_evictable` links the key at the least-recent end (it is evicted first).",
+)
 
-    def mark_evictable(self, key: Key) -> None:
-        order = [self.blocks[key], *self.listed()]
-        self._relink(order)
-
-
-class LruRemoveSwapsLast(LRUCachePolicy):
-    """`mark_non_evictable` fills the hole with the most recent entry (swap-remove)."""
-
-    def mark_non_evictable(self, key: Key) -> None:
-        order = list(self.listed())
-        at = order.index(self.blocks[key])
-        last = order.pop()
-        if at < len(order):
-            order[at] = last
-        self._relink(order)
-        b = self.blocks[key]
-        b.prev = b.next = None
+LruRemoveSwapsLast = mutant(
+    LRU,
+    "LRUCachePolicy",
+    Edit(
+        "LRUCachePolicy.mark_non_evictable",
+        lines("unlink((block,))"),
+        lines("""
+            order = list(self.listed())
+            at = order.index(block)
+            last = order.pop()
+            if at < len(order):
+                order[at] = last  # BUG: the hole filled with the most recent entry
+            self._relink(order)
+            block.prev = block.next = None
+        """),
+    ),
+    Edit(  # the manager's batch path takes the keys one by one, with the mistake
+        "LRUCachePolicy",
+        lines("became_pinned = staticmethod(unlink)", 4),
+        lines(
+            """
+            def became_pinned(self, blocks: Sequence[BlockStatus]) -> None:
+                for block in blocks:
+                    self.mark_non_evictable(block.key)
+            """,
+            4,
+        ),
+    ),
+    name="LruRemoveSwapsLast",
+    doc="`mark_non_evictable` fills the hole with the most recent entry (swap-remove).",
+)
 
 
 class LruTouchInPlace(LRUCachePolicy):

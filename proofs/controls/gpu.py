@@ -2,24 +2,25 @@
 
 Each is a small, realistic deviation from `impl/` (several are what vLLM does): the
 lock-step machines of `proofs/lockstep/gpu_machines.py` must refute every one of them.
+A deviation through the public interface is a subclass; one inside the class is the
+class itself compiled again from `impl/` with the mistake written in (`# BUG`,
+`controls.mutant`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from evictable.impl.block_pool import BlockPool
-from evictable.impl.free_queue import Cursor, FreeKVCacheBlockQueue, KVCacheBlock, _Epoch
-from evictable.impl.lazy_offload import LazyOffloadScanner
-from evictable.model.errors import (
-    BlockAlreadyLinkedError,
-    DuplicateBlocksError,
-    InsufficientFreeBlocksError,
-    RefCountUnderflowError,
-)
-from evictable.model.free_queue import repeated
+from evictable.impl.free_queue import Cursor, FreeKVCacheBlockQueue, KVCacheBlock
+from evictable.model.errors import InsufficientFreeBlocksError, RefCountUnderflowError
+from evictable.proofs.controls.mutant import Edit, lines, mutant
 
 __all__ = ["SEEDED_POOLS", "SEEDED_QUEUES", "RefCountScanner"]
+
+QUEUE, QCLASS = "evictable.impl.free_queue", "FreeKVCacheBlockQueue"
+POOL, PCLASS = "evictable.impl.block_pool", "BlockPool"
+"""The modules and classes the mutants below are compiled from (`controls.mutant`)."""
 
 
 class _LinkOnlyCursor(FreeKVCacheBlockQueue):
@@ -45,43 +46,95 @@ class _UnlinkedCursorYieldsNothing(FreeKVCacheBlockQueue):
         return super().iter_blocks_after(cursor)
 
 
-class _IteratorEndsSilently(FreeKVCacheBlockQueue):
-    """vLLM: an iterator whose queue changed just ends instead of raising."""
+_IteratorEndsSilently = mutant(
+    QUEUE,
+    QCLASS,
+    Edit(
+        f"{QCLASS}._walk",
+        lines("""
+            tail = self.fake_free_list_tail
+            if not epoch.live:
+                raise ConcurrentModificationError()
+            before: Any = start
+            node: Any = start.next_free_block
+            for _ in range(self.num_free_blocks):
+                if node is tail:
+                    return
+                if node is None:
+                    raise _broken_list(before, None, self.num_free_blocks)
+                yield node
+                if not epoch.live:
+                    raise ConcurrentModificationError()
+                before, node = node, node.next_free_block
+            if node is not tail:
+                raise _broken_list(node.prev_free_block, node, self.num_free_blocks)
+        """),
+        lines("""
+            tail = self.fake_free_list_tail
+            node = start
+            while epoch.live:  # BUG: a changed queue ends the walk (vLLM's walk: unbounded)
+                nxt = node.next_free_block
+                if nxt is tail or nxt is None:
+                    return
+                yield nxt
+                node = nxt
+        """),
+    ),
+    name="_IteratorEndsSilently",
+    doc="vLLM: an iterator whose queue changed just ends instead of raising.",
+)
 
-    def _walk(self, start: KVCacheBlock, epoch: _Epoch) -> Iterator[KVCacheBlock]:
-        tail = self.fake_free_list_tail
-        node = start
-        while epoch.live:
-            nxt = node.next_free_block
-            if nxt is tail or nxt is None:
-                return
-            yield nxt
-            node = nxt
 
-
-class _AppendNWithoutDuplicateCheck(FreeKVCacheBlockQueue):
-    """Links duplicates inside one `append_n` (the list gets corrupted)."""
-
-    def append_n(self, blocks: Sequence[KVCacheBlock]) -> None:
-        for b in blocks:
-            if b.owner is not None and b.owner is not self:
-                raise BlockAlreadyLinkedError([b.block_id])
-        tail = self.fake_free_list_tail
-        last = tail.prev_free_block
-        if last is not None:
+_AppendNWithoutDuplicateCheck = mutant(
+    QUEUE,
+    QCLASS,
+    Edit(
+        f"{QCLASS}.append_n",
+        lines("""
+            self._check_can_link(blocks)
+            tail = self.fake_free_list_tail
+            last = tail.prev_free_block
+            if last is None:
+                raise BlockNotLinkedError([tail.block_id])  # unreachable while well formed
             self._link_between(last, tail, blocks)
+        """),
+        lines("""
+            for b in blocks:  # BUG: no duplicate check (nor of this queue's own blocks)
+                if b.owner is not None and b.owner is not self:
+                    raise BlockAlreadyLinkedError([b.block_id])
+            tail = self.fake_free_list_tail
+            last = tail.prev_free_block
+            if last is not None:
+                self._link_between(last, tail, blocks)
+        """),
+    ),
+    name="_AppendNWithoutDuplicateCheck",
+    doc="Links duplicates inside one `append_n` (the list gets corrupted).",
+)
 
-
-class _PrependNReversed(FreeKVCacheBlockQueue):
-    """Prepends one block at a time, which reverses the given order."""
-
-    def prepend_n(self, blocks: Sequence[KVCacheBlock]) -> None:
-        self._check_can_link(blocks)
-        for b in blocks:
+_PrependNReversed = mutant(
+    QUEUE,
+    QCLASS,
+    Edit(
+        f"{QCLASS}.prepend_n",
+        lines("""
             head = self.fake_free_list_head
             first = head.next_free_block
-            if first is not None:
-                self._link_between(head, first, [b])
+            if first is None:
+                raise BlockNotLinkedError([head.block_id])  # unreachable while well formed
+            self._link_between(head, first, blocks)
+        """),
+        lines("""
+            for b in blocks:  # BUG: one at a time, which reverses the order
+                head = self.fake_free_list_head
+                first = head.next_free_block
+                if first is not None:
+                    self._link_between(head, first, [b])
+        """),
+    ),
+    name="_PrependNReversed",
+    doc="Prepends one block at a time, which reverses the given order.",
+)
 
 
 class _AppendNNotAtomic(FreeKVCacheBlockQueue):
@@ -92,45 +145,86 @@ class _AppendNNotAtomic(FreeKVCacheBlockQueue):
             self.append(b)
 
 
-class _FailedCallCountsAsChange(FreeKVCacheBlockQueue):
-    """Ends the iteration epoch before validating (a failed call kills iterators)."""
+_FailedCallCountsAsChange = mutant(
+    QUEUE,
+    QCLASS,
+    Edit(
+        f"{QCLASS}.remove",
+        lines("""
+            if block.owner is not self:
+                self._check_linked_here(block)
+        """),
+        lines("""
+            self._end_epoch()  # BUG: before validating
+            if block.owner is not self:
+                self._check_linked_here(block)
+        """),
+    ),
+    Edit(
+        f"{QCLASS}.append",
+        lines("""
+            if block.owner is not None:
+                raise BlockAlreadyLinkedError([block.block_id])
+        """),
+        lines("""
+            self._end_epoch()  # BUG: before validating
+            if block.owner is not None:
+                raise BlockAlreadyLinkedError([block.block_id])
+        """),
+    ),
+    name="_FailedCallCountsAsChange",
+    doc="Ends the iteration epoch before validating (a failed call kills iterators).",
+)
 
-    def remove(self, block: KVCacheBlock) -> None:
-        self._end_epoch()
-        super().remove(block)
-
-    def append(self, block: KVCacheBlock) -> None:
-        self._end_epoch()
-        super().append(block)
-
-
-class _PrependTrustsOwnBlocks(FreeKVCacheBlockQueue):
-    """`prepend_n` refuses a block linked in another queue but not one already linked
-    in this queue: prepending it again links it twice, and a walk of the list would
-    circle forever (a broken list must be reported, not walked)."""
-
-    def prepend_n(self, blocks: Sequence[KVCacheBlock]) -> None:
-        if len(set(blocks)) != len(blocks):
-            raise DuplicateBlocksError(repeated(b.block_id for b in blocks))
-        for b in blocks:
-            if b.owner is not None and b.owner is not self:  # BUG: self not refused
-                raise BlockAlreadyLinkedError([b.block_id])
-        head = self.fake_free_list_head
-        first = head.next_free_block
-        if first is not None:
+_PrependTrustsOwnBlocks = mutant(
+    QUEUE,
+    QCLASS,
+    Edit(
+        f"{QCLASS}.prepend_n",
+        lines("""
+            self._check_can_link(blocks)
+            head = self.fake_free_list_head
+            first = head.next_free_block
+            if first is None:
+                raise BlockNotLinkedError([head.block_id])  # unreachable while well formed
             self._link_between(head, first, blocks)
+        """),
+        lines("""
+            if len(set(blocks)) != len(blocks):
+                raise DuplicateBlocksError(repeated(b.block_id for b in blocks))
+            for b in blocks:
+                if b.owner is not None and b.owner is not self:  # BUG: self not refused
+                    raise BlockAlreadyLinkedError([b.block_id])
+            head = self.fake_free_list_head
+            first = head.next_free_block
+            if first is not None:
+                self._link_between(head, first, blocks)
+        """),
+    ),
+    name="_PrependTrustsOwnBlocks",
+    doc="""`prepend_n` refuses a block linked in another queue but not one already linked
+    in this queue: prepending it again links it twice, and a walk of the list would
+    circle forever (a broken list must be reported, not walked).""",
+)
 
-
-class _PrependKeepsIteratorsAlive(FreeKVCacheBlockQueue):
-    """`prepend_n` changes the queue but keeps live iterators alive (it forgets to end
-    the iteration epoch): an iterator walks on over a list that changed under it."""
-
-    def prepend_n(self, blocks: Sequence[KVCacheBlock]) -> None:
-        epoch = self._epoch
-        super().prepend_n(blocks)
-        if epoch is not None and blocks:  # BUG: the epoch revived
-            epoch.live = True
-            self._epoch = epoch
+_PrependKeepsIteratorsAlive = mutant(
+    QUEUE,
+    QCLASS,
+    Edit(
+        f"{QCLASS}.prepend_n",
+        lines("self._link_between(head, first, blocks)"),
+        lines("""
+            epoch = self._epoch
+            self._link_between(head, first, blocks)
+            if epoch is not None and blocks:  # BUG: the epoch revived
+                epoch.live = True
+                self._epoch = epoch
+        """),
+    ),
+    name="_PrependKeepsIteratorsAlive",
+    doc="""`prepend_n` changes the queue but keeps live iterators alive (it forgets to end
+    the iteration epoch): an iterator walks on over a list that changed under it.""",
+)
 
 
 class _CountErrorSwapsArguments(FreeKVCacheBlockQueue):
@@ -153,14 +247,18 @@ class _NegativeCountIsInsufficient(FreeKVCacheBlockQueue):
         return super().popleft_n(n)
 
 
-class _ConstructorLinksUnchecked(FreeKVCacheBlockQueue):
-    """The constructor links its blocks without checking them: duplicates, and blocks
-    linked in another queue, are linked again (both lists get corrupted)."""
-
-    def __init__(self, blocks: Sequence[KVCacheBlock]) -> None:
-        super().__init__(())
-        head, tail = self.fake_free_list_head, self.fake_free_list_tail
-        self._link_between(head, tail, list(blocks))  # BUG: no _check_can_link
+_ConstructorLinksUnchecked = mutant(
+    QUEUE,
+    QCLASS,
+    Edit(
+        f"{QCLASS}.__init__",
+        lines("self._check_can_link(blocks)"),
+        lines("blocks = list(blocks)  # BUG: no _check_can_link"),
+    ),
+    name="_ConstructorLinksUnchecked",
+    doc="""The constructor links its blocks without checking them: duplicates, and blocks
+    linked in another queue, are linked again (both lists get corrupted).""",
+)
 
 
 SEEDED_QUEUES: dict[str, Callable[[Sequence[KVCacheBlock]], FreeKVCacheBlockQueue]] = {
@@ -179,22 +277,51 @@ SEEDED_QUEUES: dict[str, Callable[[Sequence[KVCacheBlock]], FreeKVCacheBlockQueu
 }
 
 
-class _DoubleFreeUnchecked(BlockPool):
-    """vLLM: a block listed twice in one free is decremented twice."""
-
-    def free_blocks(self, blocks: Sequence[KVCacheBlock]) -> None:
-        self._check_ours(blocks)
-        for b in blocks:
-            if b.is_null:
-                continue
-            if b.ref_cnt <= 0:
-                raise RefCountUnderflowError(block_ids=[b.block_id])
-            b.ref_cnt -= 1
-            if b.ref_cnt == 0:
-                if b.block_hash is None:
-                    self.free_block_queue.prepend_n([b])
-                else:
-                    self.free_block_queue.append(b)
+_DoubleFreeUnchecked = mutant(
+    POOL,
+    PCLASS,
+    Edit(
+        f"{PCLASS}.free_blocks",
+        lines("""
+            real = [b for b in blocks if not b.is_null]
+            if len(set(real)) != len(real):
+                raise DuplicateBlocksError(repeated(b.block_id for b in real))
+            for b in real:
+                if b.ref_cnt <= 0:
+                    raise rejection_error(GPU_MACHINE, _FREE, GpuEvent.FREE, b.block_id)
+            to_front: list[KVCacheBlock] = []
+            to_back: list[KVCacheBlock] = []
+            for b in real:
+                b.ref_cnt -= 1
+                if b.ref_cnt == 0:
+                    if b.block_hash is None:
+                        to_front.append(b)
+                    else:
+                        to_back.append(b)
+            queue = self.free_block_queue
+            if to_front:
+                queue.prepend_n(to_front)
+            if to_back:
+                queue.append_n(to_back)
+        """),
+        lines("""
+            for b in blocks:  # BUG: one block at a time, so a block listed twice is freed twice
+                if b.is_null:
+                    continue
+                if b.ref_cnt <= 0:
+                    raise RefCountUnderflowError(block_ids=[b.block_id])
+                b.ref_cnt -= 1
+                if b.ref_cnt == 0:
+                    if b.block_hash is None:
+                        self.free_block_queue.prepend_n([b])
+                    else:
+                        self.free_block_queue.append(b)
+        """),
+    ),
+    name="_DoubleFreeUnchecked",
+    doc="vLLM: a block listed twice in one free is decremented twice.",
+    namespace={"RefCountUnderflowError": RefCountUnderflowError},
+)
 
 
 class _FreeAllToBack(BlockPool):
@@ -223,33 +350,39 @@ class _AllocateKeepsHash(BlockPool):
         return out
 
 
-class _TouchSkipsQueue(BlockPool):
-    """A prefix hit that increments the ref count but leaves the block in the queue."""
+_TouchSkipsQueue = mutant(
+    POOL,
+    PCLASS,
+    Edit(
+        f"{PCLASS}.touch",
+        lines(
+            """
+            if b.ref_cnt == 0:
+                queue.remove(b)
+            b.ref_cnt += 1
+        """,
+            12,
+        ),
+        lines("b.ref_cnt += 1  # BUG: a free block stays in the queue", 12),
+    ),
+    name="_TouchSkipsQueue",
+    doc="A prefix hit that increments the ref count but leaves the block in the queue.",
+)
 
-    def touch(self, blocks: Sequence[KVCacheBlock]) -> None:
-        self._check_ours(blocks)
-        for b in blocks:
-            if not b.is_null:
-                b.ref_cnt += 1
-
-
-class _CachesFreeBlock(BlockPool):
-    """vLLM's pool never checks: a free block is hashed in place (where a lazy offload
-    scan may already have passed it)."""
-
-    def cache_block(self, block: KVCacheBlock, block_hash: Hashable) -> None:
-        if (
-            block.ref_cnt != 0
-            or block.is_null
-            or block_hash is None
-            or block.block_hash is not None
-            or not self.enable_caching
-        ):
-            super().cache_block(block, block_hash)
-            return
-        self._check_ours([block])
-        block.block_hash = block_hash
-        self.cached_block_hash_to_block.setdefault(block_hash, {})[block.block_id] = block
+_CachesFreeBlock = mutant(
+    POOL,
+    PCLASS,
+    Edit(
+        f"{PCLASS}.cache_block",
+        lines("if block.ref_cnt == 0:"),
+        lines(
+            "if block.ref_cnt == 0 and block.block_hash is not None:  # BUG: a free block is hashed"
+        ),
+    ),
+    name="_CachesFreeBlock",
+    doc="""vLLM's pool never checks: a free block is hashed in place (where a lazy offload
+    scan may already have passed it).""",
+)
 
 
 class _NumFreeCountsNull(BlockPool):
@@ -279,12 +412,21 @@ SEEDED_POOLS: dict[str, Callable[[int], BlockPool]] = {
 }
 
 
-class RefCountScanner(LazyOffloadScanner):
-    """Deliberately broken (a negative control): trusts a cursor whose block has
-    ref_cnt 0 and is linked, wherever it is now -- vLLM's rule."""
-
-    def step(self) -> list[KVCacheBlock]:
-        c = self._cursor
-        if c is not None and c.block.ref_cnt == 0 and c.block.owner is self.pool.free_block_queue:
-            self._cursor = Cursor(c.block, c.block.link_generation)
-        return super().step()
+RefCountScanner = mutant(
+    "evictable.impl.lazy_offload",
+    "LazyOffloadScanner",
+    Edit(
+        "LazyOffloadScanner.step",
+        lines("capacity = self._capacity_now()"),
+        lines("""
+            c = self._cursor
+            queue = self.pool.free_block_queue
+            if c is not None and c.block.ref_cnt == 0 and c.block.owner is queue:
+                self._cursor = Cursor(c.block, c.block.link_generation)  # BUG: vLLM's rule
+            capacity = self._capacity_now()
+        """),
+    ),
+    name="RefCountScanner",
+    doc="""Deliberately broken (a negative control): trusts a cursor whose block has
+    ref_cnt 0 and is linked, wherever it is now -- vLLM's rule.""",
+)

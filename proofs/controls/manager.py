@@ -1,8 +1,11 @@
 """Deliberately broken CPU offloading managers, each with one realistic mistake.
 
-Where the mistake is a missing statement, the variant either re-states the method
-without that statement or undoes the statement's effect right after `super()`, so
-its observable behaviour is exactly the buggy manager's.
+Each broken manager is the implementation itself with one edit (`controls.mutant`):
+the class `CPUOffloadingManager` compiled again from `impl/manager.py` with the
+mistake written in (marked `# BUG`), so its observable behaviour is exactly the
+buggy manager's, and a change of `impl/` that an edit no longer fits fails at
+import. A mistake outside the manager (a slot allocator that reuses slots oldest
+first) is a broken collaborator handed to the copy.
 
 `key_by_key(factory, method)` is the one non-atomic variant of any adapter: the
 method handles its keys one call per key, so a refused key leaves the keys before it
@@ -17,14 +20,15 @@ import copy
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from evictable.impl.manager import CPUOffloadingManager, refusal
+from evictable.impl.manager import CPUOffloadingManager
 from evictable.impl.slots import SlotAllocator
 from evictable.model.errors import DuplicateKeysError, NotLoadingError
-from evictable.model.lifecycle import CpuEvent, CpuState
-from evictable.model.types import Key, PrepareStoreOutput
-from evictable.model.validate import check_keys, check_keys_and_success, touch_keys
+from evictable.model.lifecycle import CpuState
+from evictable.model.types import Key
+from evictable.model.validate import check_keys
 from evictable.proofs.base.protocol import Factory
 from evictable.proofs.controls.bug import SeededBug
+from evictable.proofs.controls.mutant import Edit, lines, mutant
 
 __all__ = [
     "MANAGER_BUGS",
@@ -34,6 +38,9 @@ __all__ = [
     "non_atomic_complete_load",
     "non_atomic_prepare_load",
 ]
+
+MANAGER = "evictable.impl.manager"
+CLASS = "CPUOffloadingManager"
 
 
 class KeyByKey:
@@ -88,21 +95,28 @@ def non_atomic_complete_load(num_blocks: int, policy: str, enable_events: bool) 
     return KeyByKey(CPUOffloadingManager(num_blocks, policy, enable_events), "complete_load")
 
 
-class MissedMarkEvictableOnLoadEnd(CPUOffloadingManager):
-    """`complete_load` takes a block to ref 0 but never puts it back in the evictable
-    list: the counter says it is evictable, the list never offers it (stuck forever)."""
-
-    def complete_load(self, keys: Sequence[Key]) -> None:
-        batch, _ = check_keys(keys)
-        for key in batch:
-            block = self._blocks.get(key)
-            if block is None or block.ref_cnt <= 0:
-                raise refusal(key, block, CpuEvent.LOAD_END)
-        for key in batch:
-            block = self._blocks[key]
-            block.ref_cnt -= 1
-            if block.ref_cnt == 0:
-                self._num_evictable += 1  # BUG: the policy is never told (mark_evictable)
+MissedMarkEvictableOnLoadEnd = mutant(
+    MANAGER,
+    CLASS,
+    Edit(
+        f"{CLASS}.complete_load",
+        lines("""
+            if flipped:
+                if self._guarded:
+                    self._guarded_flips(self._unpin, flipped, batch, -1)
+                else:
+                    self._unpin(flipped)
+                self._num_evictable += len(flipped)
+        """),
+        lines("""
+            if flipped:  # BUG: the policy is never told (mark_evictable)
+                self._num_evictable += len(flipped)
+        """),
+    ),
+    name="MissedMarkEvictableOnLoadEnd",
+    doc="""`complete_load` takes a block to ref 0 but never puts it back in the evictable
+    list: the counter says it is evictable, the list never offers it (stuck forever).""",
+)
 
 
 class _FifoSlots(SlotAllocator):
@@ -117,114 +131,184 @@ class _FifoSlots(SlotAllocator):
         return slots
 
 
-class FifoSlotReuse(CPUOffloadingManager):
-    """Freed slots are reused oldest-first (a queue) instead of LIFO (a stack)."""
+FifoSlotReuse = mutant(
+    MANAGER,
+    CLASS,
+    Edit(
+        f"{CLASS}.__init__",
+        lines("self._slots = SlotAllocator(capacity)"),
+        lines("self._slots = FifoSlots(capacity)  # BUG: a queue of freed slots, not a stack"),
+    ),
+    name="FifoSlotReuse",
+    doc="Freed slots are reused oldest-first (a queue) instead of LIFO (a stack).",
+    namespace={"FifoSlots": _FifoSlots},
+)
 
-    def __init__(self, num_blocks: int, policy: str = "lru", enable_events: bool = False) -> None:
-        super().__init__(num_blocks, policy, enable_events)
-        self._slots = _FifoSlots(self._num_blocks)
+CounterDriftOnEviction = mutant(
+    MANAGER,
+    CLASS,
+    Edit(
+        f"{CLASS}.prepare_store",
+        lines("self._num_evictable -= len(victims)"),
+        lines("# BUG: num_evictable is not decremented by the victims"),
+    ),
+    name="CounterDriftOnEviction",
+    doc="Eviction forgets to decrement `num_evictable` (the counter drifts upwards).",
+)
 
+FailedStoreKeepsSlot = mutant(
+    MANAGER,
+    CLASS,
+    Edit(
+        f"{CLASS}.complete_store",
+        lines("slots.release([block.block_id for block in records])", 12),
+        lines("# BUG: the slots never reach the free stack", 12),
+    ),
+    name="FailedStoreKeepsSlot",
+    doc="`complete_store(success=False)` drops the key but never frees its slot (leak).",
+)
 
-class CounterDriftOnEviction(CPUOffloadingManager):
-    """Eviction forgets to decrement `num_evictable` (the counter drifts upwards)."""
+NoPolicyRollbackOnFault = mutant(
+    MANAGER,
+    CLASS,
+    Edit(
+        f"{CLASS}.__init__",
+        lines("self._unpin = chosen.became_evictable"),
+        lines("""
+            self._unpin = chosen.became_evictable
+            self._guarded = False  # BUG: no policy checkpoint, so no rollback
+        """),
+    ),
+    name="NoPolicyRollbackOnFault",
+    doc="""Trusts the policy never to raise: when a policy hook fails half-way through a
+    batch, the manager restores its own bookkeeping but not the policy's.""",
+)
 
-    def prepare_store(self, keys: Sequence[Key]) -> PrepareStoreOutput | None:
-        out = super().prepare_store(keys)
-        if out is not None:
-            self._num_evictable += len(out.evicted_keys)  # BUG: undoes the decrement
-        return out
-
-
-class FailedStoreKeepsSlot(CPUOffloadingManager):
-    """`complete_store(success=False)` drops the key but never frees its slot (leak)."""
-
-    def complete_store(self, keys: Sequence[Key], success: bool = True) -> list[Key]:
-        acted = super().complete_store(keys, success)
-        if not success and acted:
-            del self._slots.freed[-len(acted) :]  # BUG: the slots never reach the stack
-        return acted
-
-
-class NoPolicyRollbackOnFault(CPUOffloadingManager):
-    """Trusts the policy never to raise: when a policy hook fails half-way through a
-    batch, the manager restores its own bookkeeping but not the policy's."""
-
-    def __init__(self, num_blocks: int, policy: str = "lru", enable_events: bool = False) -> None:
-        super().__init__(num_blocks, policy, enable_events)
-        self._guarded = False  # BUG: no policy checkpoint, so no rollback
-
-
-class DuplicatesOrphanSlot(CPUOffloadingManager):
-    """`prepare_store` accepts a batch with a repeated key and hands out one slot per
+DuplicatesOrphanSlot = mutant(
+    MANAGER,
+    CLASS,
+    Edit(
+        f"{CLASS}.prepare_store",
+        lines("batch, protected = check_keys(keys)"),
+        lines("""
+            try:
+                batch, protected = check_keys(keys)
+                repeats = 0
+            except DuplicateKeysError:  # BUG: a repeated key is not refused
+                every = list(keys)
+                batch = list(dict.fromkeys(every))
+                protected = set(batch)
+                repeats = len(every) - len(batch)
+        """),
+    ),
+    Edit(
+        f"{CLASS}.prepare_store",
+        lines("return PrepareStoreOutput(to_store, ids, evicted)"),
+        lines("""
+            if repeats and slots.free_count() >= repeats:
+                extra = slots.take(repeats)  # BUG: slots no key will ever own
+                stored = [*to_store, *to_store[: len(extra)]]
+                return PrepareStoreOutput(stored, [*ids, *extra], evicted)
+            return PrepareStoreOutput(to_store, ids, evicted)
+        """),
+    ),
+    name="DuplicatesOrphanSlot",
+    doc="""`prepare_store` accepts a batch with a repeated key and hands out one slot per
     occurrence: the key is stored once, the repeat's slot is owned by no key and never
-    handed out again until `reset_cache` (vLLM 0.33's `prepare_store` does this)."""
+    handed out again until `reset_cache` (vLLM 0.33's `prepare_store` does this).""",
+    namespace={"DuplicateKeysError": DuplicateKeysError},
+)
 
-    def prepare_store(self, keys: Sequence[Key]) -> PrepareStoreOutput | None:
-        try:
-            return super().prepare_store(keys)
-        except DuplicateKeysError:
-            pass  # BUG: a repeated key is not refused
-        batch = list(keys)
-        firsts = list(dict.fromkeys(batch))
-        repeats = batch[: len(batch) - len(firsts)]
-        out = super().prepare_store(firsts)
-        if out is None or not repeats or not out.keys_to_store:
-            return out
-        if self._slots.free_count() < len(repeats):
-            return out
-        extra = self._slots.take(len(repeats))  # BUG: slots no key will ever own
-        stored = [*out.keys_to_store, *out.keys_to_store[: len(extra)]]
-        return PrepareStoreOutput(stored, [*out.slot_ids, *extra], out.evicted_keys)
-
-
-class CommitActsOnLoading(CPUOffloadingManager):
-    """`complete_store` acts on every resident key that is not READY -- LOADING ones
+CommitActsOnLoading = mutant(
+    MANAGER,
+    CLASS,
+    Edit(
+        f"{CLASS}.complete_store",
+        lines("acted: list[Key] = []"),
+        lines("""
+            for key in batch:  # BUG: a LOADING key is taken for a store in flight
+                block = get(key)
+                if block is not None and block.ref_cnt > 0:
+                    block.ref_cnt = -1
+                    self._num_pending += 1
+            acted: list[Key] = []
+        """),
+    ),
+    name="CommitActsOnLoading",
+    doc="""`complete_store` acts on every resident key that is not READY -- LOADING ones
     too (the test is `ref_cnt != 0`, not `ref_cnt < 0`): committing a key that loads
-    read drops their pins and reports it as stored."""
+    read drops their pins and reports it as stored.""",
+)
 
-    def complete_store(self, keys: Sequence[Key], success: bool = True) -> list[Key]:
-        batch, _ = check_keys_and_success(keys, success)
-        loading = [b for k in batch if (b := self._blocks.get(k)) is not None and b.ref_cnt > 0]
-        for block in loading:
-            block.ref_cnt = -1  # BUG: treated as a store in flight
-        self._num_pending += len(loading)
-        return super().complete_store(keys, success)
+ResetTrustsPolicy = mutant(
+    MANAGER,
+    CLASS,
+    Edit(
+        f"{CLASS}.reset_cache",
+        lines("""
+            saved = self._checkpoint()
+            try:
+                self._policy.clear()
+            except BaseException:
+                self._rollback(saved)
+                raise
+        """),
+        lines("self._policy.clear()  # BUG: no checkpoint, no rollback"),
+    ),
+    name="ResetTrustsPolicy",
+    doc="""`reset_cache` clears the policy without a checkpoint: a policy whose `clear`
+    fails half-way is left emptied while the manager keeps every block.""",
+)
 
+TouchTrustsPolicy = mutant(
+    MANAGER,
+    CLASS,
+    Edit(
+        f"{CLASS}.touch",
+        lines("""
+            saved = self._checkpoint()
+            try:
+                self._policy.touch(seq)
+            except BaseException:
+                self._rollback(saved)
+                raise
+        """),
+        lines("self._policy.touch(seq)  # BUG: no checkpoint, no rollback"),
+    ),
+    name="TouchTrustsPolicy",
+    doc="""`touch` hands the keys to the policy without a checkpoint (a touch is only a
+    hint): a policy that fails after reordering leaves the new order behind.""",
+)
 
-class ResetTrustsPolicy(CPUOffloadingManager):
-    """`reset_cache` clears the policy without a checkpoint: a policy whose `clear`
-    fails half-way is left emptied while the manager keeps every block."""
+CopySharesSlots = mutant(
+    MANAGER,
+    CLASS,
+    Edit(
+        CLASS,
+        lines("def snapshot(self) -> ManagerSnapshot:", 4),
+        lines(
+            """
+            def __deepcopy__(self, memo: dict[int, object]) -> CPUOffloadingManager:
+                clone = copy.copy(self)
+                clone._policy = copy.deepcopy(self._policy, memo)
+                table = clone._policy.shared_table()
+                clone._blocks = table if table is not None else copy.deepcopy(self._blocks, memo)
+                clone._events = None if self._events is None else list(self._events)
+                clone._pin = clone._policy.became_pinned
+                clone._unpin = clone._policy.became_evictable
+                return clone  # BUG: clone._slots is self._slots
 
-    def reset_cache(self) -> None:
-        self._policy.clear()  # BUG: no checkpoint, no rollback
-        if self._own_table:
-            self._blocks.clear()
-        self._slots.reset()
-        self._num_evictable = 0
-        self._num_pending = 0
-
-
-class TouchTrustsPolicy(CPUOffloadingManager):
-    """`touch` hands the keys to the policy without a checkpoint (a touch is only a
-    hint): a policy that fails after reordering leaves the new order behind."""
-
-    def touch(self, keys: Sequence[Key]) -> None:
-        self._policy.touch(touch_keys(keys))  # BUG: no checkpoint, no rollback
-
-
-class CopySharesSlots(CPUOffloadingManager):
-    """A hand-written `__deepcopy__` copies the key table, the policy and the events
+            def snapshot(self) -> ManagerSnapshot:
+            """,
+            4,
+        ),
+    ),
+    name="CopySharesSlots",
+    doc="""A hand-written `__deepcopy__` copies the key table, the policy and the events
     but shares the slot allocator: a store in the copy takes its slots from the
-    original."""
-
-    def __deepcopy__(self, memo: dict[int, object]) -> CopySharesSlots:
-        clone = copy.copy(self)
-        clone._policy = copy.deepcopy(self._policy, memo)
-        table = clone._policy.shared_table()
-        clone._blocks = table if table is not None else copy.deepcopy(self._blocks, memo)
-        clone._events = None if self._events is None else list(self._events)
-        clone._pin, clone._unpin = clone._policy.became_pinned, clone._policy.became_evictable
-        return clone  # BUG: clone._slots is self._slots
+    original.""",
+    namespace={"copy": copy},
+)
 
 
 class RefusalSaysReady(CPUOffloadingManager):

@@ -1,25 +1,30 @@
 """Deliberately broken eviction policies (LRU and ARC), each with one realistic mistake.
 
-Each is a subclass of the built-in policy, registered with `impl.policies.factory`
-under a `seeded-…` name; its factory builds an unmodified `CPUOffloadingManager`
-that uses it in place of "lru" or "arc" (`bug.with_policy`).
+A mistake made through the policy's public interface is a subclass of the built-in
+policy; one inside its internals is the built-in class itself with one edit
+(`controls.mutant`: compiled again from `impl/policies/arc.py` or `arc_index.py`,
+the mistake marked `# BUG`). Nothing is registered: each bug's factory builds an
+unmodified `CPUOffloadingManager` that uses the broken policy in place of "lru" or
+"arc", under a `seeded-…` name known only while the manager is constructed
+(`bug.with_policy`, `impl.policies.factory.policy_scope`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Set
-from heapq import heapify
-from typing import Any
 
 from evictable.impl.block import BlockStatus
 from evictable.impl.policies.arc import ARCCachePolicy
-from evictable.impl.policies.arc_index import HEAPED, IdleIndex
 from evictable.impl.policies.lru import LRUCachePolicy, link_last, unlink
 from evictable.model.types import Key
 from evictable.model.validate import touch_keys
 from evictable.proofs.controls.bug import SeededBug, with_policy
+from evictable.proofs.controls.mutant import Edit, lines, mutant
 
 __all__ = ["ARC_BUGS", "POLICY_BUGS"]
+
+ARC = "evictable.impl.policies.arc"
+"""The module the ARC bugs that need its internals are compiled from (`controls.mutant`)."""
 
 
 class TouchMovesPinned(LRUCachePolicy):
@@ -166,17 +171,18 @@ class NoT1Fallback(ARCCachePolicy):
         return super().evict(n, protected)
 
 
-class TouchPromotesPending(ARCCachePolicy):
-    """`touch` promotes a T1 key to T2 whatever its state -- a pending (still storing)
-    key too, although a pending key only moves to T1's most-recent end."""
-
-    def touch(self, keys: Iterable[Key]) -> None:
-        for key in reversed(touch_keys(keys)):
-            block = self.table.get(key)
-            if block is not None and not block.in_t2 and not block.is_ready:
-                self._to_mru(block, to_t2=True)  # BUG: a pending key is promoted like a ready one
-            else:
-                super().touch([key])
+TouchPromotesPending = mutant(
+    ARC,
+    "ARCCachePolicy",
+    Edit(
+        "ARCCachePolicy.touch",
+        lines("self._to_mru(block, block.in_t2 or block.ref_cnt >= 0)", 16),
+        lines("self._to_mru(block, True)  # BUG: a pending key is promoted like a ready one", 16),
+    ),
+    name="TouchPromotesPending",
+    doc="""`touch` promotes a T1 key to T2 whatever its state -- a pending (still storing)
+    key too, although a pending key only moves to T1's most-recent end.""",
+)
 
 
 class GhostsNeverTrimmed(ARCCachePolicy):
@@ -190,16 +196,37 @@ class GhostsNeverTrimmed(ARCCachePolicy):
             self.cache_capacity = capacity
 
 
-class EvictableMovesToMru(ARCCachePolicy):
-    """`mark_evictable` re-files the entry at the most-recent end of its list (the easy
+EvictableMovesToMru = mutant(
+    ARC,
+    "ARCCachePolicy",
+    Edit(
+        "ARCCachePolicy.mark_evictable",
+        lines("if block is not None and block.prev is None:"),
+        lines("""
+            if block is not None:
+                self._to_mru(block, to_t2=block.in_t2)  # BUG: position lost
+            if block is not None and block.prev is None:
+        """),
+    ),
+    Edit(  # the same mistake in the manager's batch path
+        "ARCCachePolicy.became_evictable",
+        lines("""
+            for record in records:
+                if record.in_t2 or record.next is not None:
+        """),
+        lines("""
+            for record in records:
+                self._to_mru(record, to_t2=record.in_t2)  # BUG: position lost
+                if record.prev is not None:
+                    continue
+                if record.in_t2 or record.next is not None:
+        """),
+    ),
+    name="EvictableMovesToMru",
+    doc="""`mark_evictable` re-files the entry at the most-recent end of its list (the easy
     way to keep the idle index ordered) -- so a load end or a store commit changes
-    the ARC order, which must not move."""
-
-    def mark_evictable(self, key: Key) -> None:
-        block = self.table.get(key)
-        if block is not None:
-            self._to_mru(block, to_t2=block.in_t2)  # BUG: position lost
-        super().mark_evictable(key)
+    the ARC order, which must not move.""",
+)
 
 
 class B2HitGrowsTarget(ARCCachePolicy):
@@ -231,32 +258,28 @@ class B1HitInvertedRatio(ARCCachePolicy):
                 super().touch([key])
 
 
-class _CompactionKeepsGarbage(IdleIndex):
-    def compact(self) -> None:
-        self.heap = [e for e in self.heap if not (e[1].next is HEAPED and e[1].stamp == e[0])]
-        heapify(self.heap)  # BUG: the test above is inverted
+_GarbageKeepingIndex = mutant(
+    "evictable.impl.policies.arc_index",
+    "IdleIndex",
+    Edit(
+        "IdleIndex.compact",
+        "if e[1].next is HEAPED and e[1].stamp == e[0]]",
+        "if not (e[1].next is HEAPED and e[1].stamp == e[0])]  # BUG: the test is inverted",
+    ),
+    name="_GarbageKeepingIndex",
+    doc="An ARC idle index whose compaction keeps the stale heap entries, drops the live.",
+)
 
-
-class CompactionKeepsGarbage(ARCCachePolicy):
-    """Compacting an idle index keeps the stale heap entries and drops the live ones
+CompactionKeepsGarbage = mutant(
+    ARC,
+    "ARCCachePolicy",
+    name="CompactionKeepsGarbage",
+    doc="""Compacting an idle index keeps the stale heap entries and drops the live ones
     (its test is inverted): after the first compaction -- more than `COMPACT_SLACK`
     entries gone stale, so dozens of calls into a long run -- the idle records it
-    held can no longer be evicted."""
-
-    def __init__(self, cache_capacity: int) -> None:
-        super().__init__(cache_capacity)
-        self._idle1 = _CompactionKeepsGarbage()
-        self._idle2 = _CompactionKeepsGarbage()
-
-    def __setstate__(self, state: tuple[Any, ...]) -> None:
-        super().__setstate__(state)  # rebuilds plain indices: rebuild them as broken ones
-        self._idle1, self._idle2 = _CompactionKeepsGarbage(), _CompactionKeepsGarbage()
-        records = sorted(self.table.values(), key=lambda record: record.stamp)
-        for record in records:
-            record.prev = record.next = None
-        for record in records:
-            if record.ref_cnt == 0:
-                self._index(record).append(record)
+    held can no longer be evicted.""",
+    namespace={"IdleIndex": _GarbageKeepingIndex},  # the ARC on the broken index
+)
 
 
 def _first_idle(

@@ -12,32 +12,37 @@
   record) must make `prepare_store` raise `InvariantViolationError`
   ("policy_evict_contract") and change nothing (snapshot, counters and
   `check_invariants` as before); the honest answer must be accepted. It runs with
-  the policy sharing its table and not (`base.own_table`): the manager checks
-  residency differently in the two cases.
+  the policy sharing its table and not: the manager checks residency differently
+  in the two cases. The scripted policies are known by name only while a manager is
+  built (`policy_scope`): nothing is registered.
+* `registry_probe(registry)`: every bad registration, permanent or scoped, is
+  refused with `InvalidArgumentError` and changes nothing, on a fresh
+  `PolicyRegistry` (never the global one).
 
-Both return None when every case holds, else the first failing case.
+Each returns None when every case holds, else the first failing case.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Set
+from contextlib import AbstractContextManager
 from typing import Any, ClassVar
 
 from evictable.impl.block import BlockStatus
 from evictable.impl.manager import CPUOffloadingManager
-from evictable.impl.policies.factory import known_policies, register_policy
+from evictable.impl.policies.factory import PolicyRegistry, policy_scope
 from evictable.impl.policies.lru import LRUCachePolicy
 from evictable.model.errors import InvalidArgumentError, InvariantViolationError
 from evictable.model.manager import ModelManager
 from evictable.model.types import Key
 from evictable.proofs.base.compare import invoke
-from evictable.proofs.base.own_table import own_table_name
 from evictable.proofs.lockstep.inputs import BAD_ENABLE_EVENTS, BAD_NUM_BLOCKS
 
 __all__ = [
     "BAD_ANSWERS",
     "LIAR",
     "ScriptedEvictLru",
+    "ScriptedEvictLruOwnTable",
     "construct_probe",
     "evict_contract_probe",
     "registry_probe",
@@ -103,13 +108,26 @@ class ScriptedEvictLru(LRUCachePolicy):
         return script(self, n, protected)  # type: ignore[return-value]
 
 
+class ScriptedEvictLruOwnTable(ScriptedEvictLru):
+    """`ScriptedEvictLru` that shares no key table: the manager keeps its own."""
+
+    __slots__ = ()
+
+    def shared_table(self) -> None:  # type: ignore[override]
+        return None
+
+
 LIAR = "lru-scripted-evict"
+LIAR_OWN = LIAR + "+own"
 
 
 def _liar(own: bool) -> str:
-    if LIAR not in known_policies():
-        register_policy(LIAR, ScriptedEvictLru)
-    return own_table_name(LIAR) if own else LIAR
+    return LIAR_OWN if own else LIAR
+
+
+def _liars() -> AbstractContextManager[None]:
+    """The scripted policies, known by name inside the `with` block only."""
+    return policy_scope({LIAR: ScriptedEvictLru, LIAR_OWN: ScriptedEvictLruOwnTable})
 
 
 def _rec(p: Any, key: Key) -> BlockStatus:
@@ -149,7 +167,8 @@ DUPLICATE: Answer = lambda p, n, s: [(b"b", _rec(p, b"b"))] * n  # noqa: E731
 
 
 def _setup(factory: Factory, own: bool) -> Any:
-    m = factory(4, _liar(own), False)
+    with _liars():
+        m = factory(4, _liar(own), False)
     m.prepare_store([b"a", b"b", b"c", b"p"])
     m.complete_store([b"a", b"b", b"c", b"p"])
     m.prepare_load([b"p"])
@@ -214,7 +233,8 @@ class _Other(LRUCachePolicy):
 
 REGISTRY_NAME = "probe-registry-policy"
 
-Register = Callable[[Any, Any], None]
+Registries = PolicyRegistry | Callable[[], Any]
+"""A registry to probe, or a factory of fresh ones (a registry class)."""
 
 
 def bad_registrations() -> list[tuple[str, object, object]]:
@@ -232,26 +252,48 @@ def bad_registrations() -> list[tuple[str, object, object]]:
     ]
 
 
-def registry_probe(register: Register | None = None) -> str | None:
-    """Every bad `register_policy` call is refused with `InvalidArgumentError` and
-    registers nothing; registering the same class under the same name again is a
-    no-op. Returns the first failing case, or None. (Names the probe registers stay
-    registered, as any registration does; each is used only by this probe.)"""
-    from evictable.impl.policies import factory
+def _entering(registry: Any) -> Callable[[object, object], None]:
+    """`(name, cls)` -> enter and leave `registry.scope({name: cls})`."""
 
-    reg: Register = register if register is not None else factory.register_policy
-    reg(REGISTRY_NAME + "-taken", _Valid)
-    reg(REGISTRY_NAME + "-taken", _Valid)  # the same again: a no-op
-    for label, name, cls in bad_registrations():
-        before = known_policies()
-        r = invoke(reg, name, cls)
-        after = known_policies()
-        if after != before and isinstance(name, str):
-            factory._registered.pop(name, None)
-        if not r.raised or not isinstance(r.value, InvalidArgumentError):
-            return f"register_policy with {label}: {r.describe()}, want InvalidArgumentError"
-        if after != before:
-            return f"register_policy with {label}: refused, but registered {name!r}"
+    def enter(name: object, cls: object) -> None:
+        with registry.scope({name: cls}):
+            pass
+
+    return enter
+
+
+def registry_probe(registry: Registries | None = None) -> str | None:
+    """Every bad `register` call is refused with `InvalidArgumentError` and registers
+    nothing; registering the same class under the same name again is a no-op; every
+    bad entry of a `scope`, and a registered name, is refused the same way. Returns
+    the first failing case, or None.
+
+    `registry`: the registry to probe, or a factory of one (called once); by default
+    a fresh `PolicyRegistry()`, so the names the probe registers are registered
+    nowhere else. `register_policy` and `policy_scope` are the default registry's
+    `register` and `scope`."""
+    if registry is None:
+        reg: Any = PolicyRegistry()
+    elif isinstance(registry, PolicyRegistry):
+        reg = registry
+    else:
+        reg = registry()
+    taken = REGISTRY_NAME + "-taken"
+    reg.register(taken, _Valid)
+    reg.register(taken, _Valid)  # the same again: a no-op
+    scoped = [*bad_registrations(), ("a registered name", taken, _Valid)]
+    for how, call, cases in (
+        ("register_policy", reg.register, bad_registrations()),
+        ("policy_scope", _entering(reg), scoped),
+    ):
+        for label, name, cls in cases:
+            before = reg.known()
+            r = invoke(call, name, cls)
+            after = reg.known()
+            if not r.raised or not isinstance(r.value, InvalidArgumentError):
+                return f"{how} with {label}: {r.describe()}, want InvalidArgumentError"
+            if after != before:
+                return f"{how} with {label}: refused, but registered {name!r}"
     return None
 
 

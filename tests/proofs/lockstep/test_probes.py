@@ -7,19 +7,25 @@ import pytest
 
 from evictable.impl.free_queue import FreeKVCacheBlockQueue
 from evictable.impl.manager import CPUOffloadingManager
-from evictable.impl.policies.factory import create_policy
+from evictable.impl.policies.factory import PolicyRegistry, create_policy, known_policies
 from evictable.proofs.base.own_table import OwnTableManager, PlainPolicyManager, own_table_name
 from evictable.proofs.base.profiles import profile
 from evictable.proofs.controls.contract import (
     OwnTableKeepsAborted,
     TrustsPolicyVictims,
     events_checked_first,
+    register_unchecked,
 )
 from evictable.proofs.controls.gpu import SEEDED_QUEUES
 from evictable.proofs.controls.policies import EvictionIgnoresProtected
 from evictable.proofs.explore.manager import CONTROL_BOUNDS, explore
 from evictable.proofs.lockstep.policy_probe import policy_probe
-from evictable.proofs.lockstep.probes import construct_probe, evict_contract_probe
+from evictable.proofs.lockstep.probes import (
+    LIAR,
+    construct_probe,
+    evict_contract_probe,
+    registry_probe,
+)
 from evictable.proofs.lockstep.queue_probes import queue_probe
 
 
@@ -44,8 +50,21 @@ def test_constructor_probe_holds_and_catches_the_wrong_argument_order() -> None:
 
 
 def test_evict_contract_probe_holds_and_catches_a_trusting_manager() -> None:
+    before = known_policies()
     assert evict_contract_probe(CPUOffloadingManager) is None
     assert evict_contract_probe(TrustsPolicyVictims) is not None
+    assert known_policies() == before  # the scripted liar was never registered
+    assert LIAR not in before
+
+
+def test_registry_probe_holds_and_catches_a_registry_without_checks() -> None:
+    before = known_policies()
+    assert registry_probe() is None
+    assert registry_probe(PolicyRegistry()) is None
+    assert registry_probe(PolicyRegistry) is None
+    found = registry_probe(register_unchecked)
+    assert found is not None and found.startswith("register_policy with an empty name")
+    assert known_policies() == before  # the probe registers nothing globally
 
 
 def test_queue_probe_holds_and_catches_an_iterator_that_ends_silently() -> None:

@@ -1,4 +1,4 @@
-"""A wall-clock bound on one step of an engine: a call that hangs is a finding, not a hang.
+"""A hang backstop on one step of an engine: a call that hangs is a finding, not a hang.
 
 Every lock-step engine (the CPU conformance `LockStep`, the GPU and lazy machines)
 and every explorer subject makes each call of the implementation inside
@@ -12,8 +12,9 @@ the hanging call and the engine (the comparator's `invoke`, an implementation's
 own handlers) swallows it.
 
 **Bounds.** The default bound is `STEP_BOUND_S` seconds (`EVICTABLE_STEP_BOUND_S` in
-the environment overrides it): thousands of times what one step takes at the
-engines' sizes. Inside a `guard_session`, once one step of the session timed out,
+the environment overrides it): a hang backstop, about a million times what one step
+takes at the engines' sizes, so that a busy machine never turns a slow step into a
+finding. Inside a `guard_session`, once one step of the session timed out,
 later guards use the session's shorter `after_timeout_s`: the run already has its
 finding, and replaying it to shrink the trace should not pay the full bound on
 every replay. Guards nest: an inner guard never outlives the outer one.
@@ -52,12 +53,17 @@ def _env_bound() -> float:
     try:
         value = float(raw)
     except ValueError:
-        return 2.0
-    return value if value > 0 else 2.0
+        return 10.0
+    return value if value > 0 else 10.0
 
 
 STEP_BOUND_S: float = _env_bound()
-"""Seconds one guarded step may take (default 2; `EVICTABLE_STEP_BOUND_S` overrides)."""
+"""Seconds one guarded step may take (default 10; `EVICTABLE_STEP_BOUND_S` overrides)."""
+
+REFIRE_S = 0.05
+"""Once a guard has fired, its alarm fires again this often until the block is left:
+a `StepTimeout` raised where Python swallows exceptions (a garbage-collection
+callback, a `__del__`) is raised again, so the hanging call is still interrupted."""
 
 AFTER_TIMEOUT_S = 0.25
 """The bound of later steps in a `guard_session` once one of its steps timed out."""
@@ -116,6 +122,7 @@ def _fire(_signum: int, _frame: FrameType | None) -> None:
         return
     if session is not None:
         session.timed_out = True
+    signal.setitimer(signal.ITIMER_REAL, REFIRE_S)  # in case this raise is swallowed
     raise StepTimeout(bound)
 
 

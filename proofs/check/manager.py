@@ -31,6 +31,7 @@ from evictable.proofs.base.profiles import profile
 from evictable.proofs.base.protocol import Factory
 from evictable.proofs.explore.manager import Exploration, explore
 from evictable.proofs.lockstep.conformance import ConformanceRecord, run_conformance
+from evictable.proofs.lockstep.shrink import REPLAYS
 
 __all__ = ["ManagerCheck", "check_manager", "explore_findings", "run_check"]
 
@@ -96,12 +97,12 @@ def run_check(
     seed: int | None = None,
     bounds: Bounds | None = None,
     workers: int = 2,
-    shrink_budget_s: float = 10.0,
+    shrink_replays: int = REPLAYS,
 ) -> ManagerCheck:
     """Both engines against `factory` under `contract` (`bounds` None: no explorer)."""
     t0 = time.perf_counter()
     record = run_conformance(
-        factory, policy, examples, steps, seed, shrink_budget_s=shrink_budget_s, contract=contract
+        factory, policy, examples, steps, seed, shrink_replays=shrink_replays, contract=contract
     )
     t1 = time.perf_counter()
     runs: list[Exploration] = []

@@ -3,7 +3,9 @@
 `load_factory("mypkg.cache:make")` imports a factory named on a command line;
 `probe_manager(factory, policy, contract)` calls it once and says, in one line, why
 the engines cannot drive what it returns. Both raise `SetupError`, which the command
-turns into exit code 2.
+turns into exit code 2. User code runs through `call_user`: an exception, a
+`sys.exit()` or a call that never returns (bounded by `SETUP_BACKSTOP_S`, a hang
+backstop) becomes a `SetupError` naming what happened.
 """
 
 from __future__ import annotations
@@ -11,16 +13,50 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from evictable.proofs.base.contract import DEFAULT, Contract
+from evictable.proofs.base.guard import StepTimeout, step_guard
 from evictable.proofs.base.protocol import ADAPTER_API, BLACK_BOX_API, Factory
 
-__all__ = ["SetupError", "load_factory", "probe_manager"]
+__all__ = ["SETUP_BACKSTOP_S", "SetupError", "call_user", "load_factory", "probe_manager"]
+
+
+def _env_backstop() -> float:
+    try:
+        value = float(os.environ.get("EVICTABLE_SETUP_BACKSTOP_S", ""))
+    except ValueError:
+        return 300.0
+    return value if value > 0 else 300.0
+
+
+SETUP_BACKSTOP_S = _env_backstop()
+"""How long an import or a constructor of user code may run before the check gives up
+(a hang backstop: importing vLLM and torch takes seconds, a hang forever); default
+300, `EVICTABLE_SETUP_BACKSTOP_S` overrides."""
+
+T = TypeVar("T")
 
 
 class SetupError(ValueError):
     """A check cannot start: a bad MODULE:FACTORY spec or an unusable factory."""
+
+
+def call_user(what: str, fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)`, user code: what it raises, a `sys.exit()` in it, or a hang past
+    `SETUP_BACKSTOP_S` becomes a `SetupError` that starts with `what`."""
+    try:
+        with step_guard(SETUP_BACKSTOP_S):
+            return fn(*args)
+    except StepTimeout:
+        raise SetupError(
+            f"{what} did not return within {SETUP_BACKSTOP_S:g}s (a hang backstop)"
+        ) from None
+    except SystemExit as exc:
+        raise SetupError(f"{what} called sys.exit({exc.code!r})") from None
+    except Exception as exc:
+        raise SetupError(f"{what} raised {type(exc).__name__}: {exc}") from exc
 
 
 def load_factory(spec: str) -> Factory:
@@ -37,10 +73,7 @@ def load_factory(spec: str) -> Factory:
         raise SetupError(f"expected MODULE:FACTORY (e.g. mypkg.cache:make), got {spec!r}")
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except Exception as exc:
-        raise SetupError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
+    obj: Any = call_user(f"importing {module_name!r}", importlib.import_module, module_name)
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)
@@ -54,12 +87,7 @@ def load_factory(spec: str) -> Factory:
 def probe_manager(factory: Factory, policy: str, contract: Contract = DEFAULT) -> None:
     """Call the factory once; raise `SetupError` if it fails or lacks the API
     (`contract`: a black box needs no `snapshot()` and no counters)."""
-    try:
-        manager = factory(2, policy, False)
-    except Exception as exc:
-        raise SetupError(
-            f"factory(2, {policy!r}, False) raised {type(exc).__name__}: {exc}"
-        ) from exc
+    manager = call_user(f"factory(2, {policy!r}, False)", factory, 2, policy, False)
     api = BLACK_BOX_API if contract.black_box else ADAPTER_API
     missing = [name for name in api if not hasattr(manager, name)]
     if missing:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
-__all__ = ["count"]
+__all__ = ["count", "writable_path"]
 
 
 def count(minimum: int) -> Any:
@@ -22,3 +23,16 @@ def count(minimum: int) -> Any:
 
     parse.__name__ = "count"
     return parse
+
+
+def writable_path(text: str) -> str:
+    """An argparse type: a file path whose directory exists and is writable (checked
+    before any work, so a long run never ends in "cannot write")."""
+    directory = os.path.dirname(os.path.abspath(text)) or "."
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text} is a directory, not a file")
+    if not os.path.isdir(directory):
+        raise argparse.ArgumentTypeError(f"no such directory: {directory}")
+    if not os.access(directory, os.W_OK):
+        raise argparse.ArgumentTypeError(f"cannot write in {directory}")
+    return text

@@ -33,7 +33,7 @@ from evictable.proofs.base.findings import findings_block
 from evictable.proofs.base.profiles import MissingProfileError, profile
 from evictable.proofs.check.manager import run_check
 from evictable.proofs.check.setup import SetupError, load_factory, probe_manager
-from evictable.proofs.cli.args import count
+from evictable.proofs.cli.args import count, writable_path
 from evictable.proofs.cli.check_gpu import check_gpu
 from evictable.proofs.cli.errors import UsageError
 from evictable.proofs.cli.report import exploration_fields
@@ -85,10 +85,17 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--examples", type=count(1), default=200, help="conformance examples")
     p.add_argument("--steps", type=count(1), default=40, help="steps per example")
     p.add_argument("--policy", default=None, help="policy name passed to the factory")
-    p.add_argument("--seed", type=int, default=None, help="conformance seed")
+    p.add_argument(
+        "--seed",
+        type=count(0),
+        default=None,
+        help="conformance seed, a non-negative int (default: a fresh one, printed)",
+    )
     p.add_argument("--workers", type=count(1), default=2, help="explorer worker processes")
     p.add_argument("--no-explore", action="store_true", help="skip the explorer")
-    p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
+    p.add_argument(
+        "--json", metavar="PATH", type=writable_path, help="also write the report as JSON"
+    )
     p.set_defaults(handler=cmd_check)
 
 
@@ -165,6 +172,7 @@ def _check_manager(
             else f"ERROR: {record.reason}"
         )
     )
+    print(f"  checked: {record.scope()}")
     for run in result.explorations:
         line = run.summary().splitlines()[0]
         print(f"explorer: {line}")
@@ -190,6 +198,9 @@ def _check_manager(
             "steps_run": record.steps_run,
             "seconds": round(record.seconds, 4),
             "faults": record.faults,
+            "faults_note": record.faults_note,
+            "copies": list(record.copies),
+            "copies_note": record.copies_note,
             "reason": record.reason,
             "trace": record.trace,
         },

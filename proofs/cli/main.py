@@ -17,6 +17,7 @@ not run.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -83,11 +84,19 @@ def _report_refusal(argv: list[str], error: str) -> int:
             path = argv[i + 1]
         elif arg.startswith("--json="):
             path = arg.partition("=")[2]
-    if path:
+    if path and os.path.isdir(os.path.dirname(os.path.abspath(path))):
         try:
             write_report(path, envelope(argv[0], argv, 2, 0.0, {}, error))
         except OSError as exc:
             print(f"evictable {argv[0]}: cannot write {path}: {exc.strerror}", file=sys.stderr)
+    return 2
+
+
+def _pipe_closed() -> int:
+    """stdout's reader went away (`evictable diagram | head`): stop quietly, exit 2
+    (the output is incomplete), with no traceback at interpreter exit either."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
     return 2
 
 
@@ -134,6 +143,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         code, fields, error = 2, {}, str(exc)
         if not error.startswith("evictable"):
             error = f"evictable {args.command}: {error}"
+    except BrokenPipeError:
+        return _pipe_closed()
+    except SystemExit as exc:  # user code under check called sys.exit(): not our exit code
+        code, fields = 2, {}
+        error = f"evictable {args.command}: the code under check called sys.exit({exc.code!r})"
     except KeyboardInterrupt:
         code, fields, error = 2, {}, f"evictable {args.command}: interrupted"
     except Exception as exc:  # a bug of this tool: still one line, and exit code 2
@@ -141,6 +155,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         error = f"evictable {args.command}: internal error: {type(exc).__name__}: {exc}"
     if error is not None:
         print(error, file=sys.stderr)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _pipe_closed()
     path = getattr(args, "json", None)
     if path:
         doc = envelope(args.command, args_in, code, time.perf_counter() - start, fields, error)

@@ -14,7 +14,7 @@ import argparse
 from typing import Any
 
 from evictable.proofs.check.replay import Header, TraceFormatError, parse_trace, replay_file
-from evictable.proofs.cli.args import count
+from evictable.proofs.cli.args import count, writable_path
 from evictable.proofs.cli.errors import UsageError
 
 __all__ = ["add_parser", "cmd_replay"]
@@ -39,7 +39,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument(
         "--events", action="store_true", default=None, help="enable events (overrides the header)"
     )
-    p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
+    p.add_argument(
+        "--json", metavar="PATH", type=writable_path, help="also write the report as JSON"
+    )
     p.set_defaults(handler=cmd_replay)
 
 

@@ -8,7 +8,7 @@ this module (`schema()`; documented in docs/proofs.md, "JSON reports"):
   `version`, `commit` of the checkout when known, else null), `command`, `argv`,
   `exit_code` (0 holds, 1 a finding, 2 could not run), `ok`, `seconds`, and
   `error` (the one-line reason, when the command could not run);
-* `verify`: `level`, `timeout_s`, `only`, `counts`, `records` (one per obligation
+* `verify`: `level`, `backstop_s`, `only`, `counts`, `records` (one per obligation
   and per negative control: name, kind, bounds, status, verdict, ...);
 * `check`: `spec`, `target`, `policy`, `seed`, `contract`, `verdict`, `conformance`,
   `explorer` (its first round), `explorations` (every round), `findings` (one per
@@ -43,7 +43,9 @@ __all__ = [
     "write_report",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: a check is bounded by work; its wall clock is a hang backstop (`backstop_s`,
+was `timeout_s` / `budget_s`)."""
 
 
 @cache

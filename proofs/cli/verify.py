@@ -1,33 +1,59 @@
-"""`evictable verify`: every obligation, a progress display, then one table.
+"""`evictable verify`: every obligation, a live progress line, then one table.
 
-Each obligation yields one record, and one more for its negative control. While the
-run goes on, a progress bar (on a terminal) counts *records*, so its total is the
-table's; `--verbose` prints each record as one fixed-format line as it lands
-(`obligations.format_result`) instead. The table lists every record with its kind,
-verdict, bounds and time; the counts below it add up by kind and by verdict, and
-every failure follows with its counterexample. Exit code: 0 when every record is
-ok, 1 otherwise (a counterexample, an unknown, an error, a control not refuted, or
-nothing selected).
+```
+evictable verify [--quick | --thorough] [-j N] [--only PREFIX] [--backstop SECONDS]
+                 [--verbose] [--json PATH]
+```
+
+Each obligation yields one record, and one more for its negative control. The
+obligations run in `-j N` worker processes (default: the machine's cores;
+`base.parallel`), each bounded by its work (states, examples x steps, a Z3 rlimit
+per query); the wall clock is only a hang backstop (`--backstop`, default
+`HANG_BACKSTOP_S`), so a busy machine gives the same records as an idle one, later.
+While the run goes on, a live line on stderr says how many records have landed, what
+is running and for how long (rich on a terminal; a plain line every few seconds
+otherwise), with an estimate from the previous run's times when there is one;
+`--verbose` prints each record as one fixed-format line as it lands. The table then
+lists every record with its kind, verdict, bounds and time; the counts below it add
+up by kind (with the time per kind) and by verdict, and every failure follows with
+its counterexample. Exit code: 0 when every record is ok, 1 otherwise (a
+counterexample, an unknown, an error, a control not refuted), 2 when the run could
+not be made or was interrupted (the records that had landed are still printed and
+written).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, TextIO
 
 from evictable.proofs.base.levels import Level
-from evictable.proofs.base.records import Kind, Obligation, Result, Status, format_result, run_one
+from evictable.proofs.base.parallel import Interrupted, run_parallel
+from evictable.proofs.base.records import (
+    HANG_BACKSTOP_S,
+    Kind,
+    Obligation,
+    Result,
+    Status,
+    format_result,
+)
+from evictable.proofs.cli.args import count, writable_path
+from evictable.proofs.cli.errors import UsageError
 from evictable.proofs.obligations import registry
 from evictable.proofs.obligations.registry import load_group
 
-__all__ = ["DEFAULT_TIMEOUTS", "add_parser", "collect", "counts", "verify"]
+__all__ = ["add_parser", "collect", "counts", "verify"]
 
-DEFAULT_TIMEOUTS: dict[str, float] = {"quick": 60.0, "default": 180.0, "thorough": 1800.0}
-"""The wall-clock bound of one check at each level, in seconds (`--timeout` overrides)."""
+TIMES_FILE = "verify-times.json"
+"""Each record's seconds of the last complete run, per level (for the estimate), in
+the user's cache directory (`$XDG_CACHE_HOME/evictable`, else `~/.cache/evictable`)."""
 
 
 def collect(
@@ -61,58 +87,195 @@ def _records(obs: Sequence[Obligation]) -> int:
     return sum(1 + (ob.negative is not None) for ob in obs)
 
 
+# ------------------------------------------------------------------ progress
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "evictable"
+
+
+def _last_times(level: Level) -> dict[str, float]:
+    """Each record's seconds in the last complete run at `level` (empty if none)."""
+    try:
+        data = json.loads((_cache_dir() / TIMES_FILE).read_text(encoding="utf-8"))
+        times = data.get(level, {})
+        return {str(k): float(v) for k, v in times.items()}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
+
+
+def _save_times(level: Level, results: Sequence[Result]) -> None:
+    path = _cache_dir() / TIMES_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        if not isinstance(data, dict):
+            data = {}
+        data[level] = {r.name: round(r.seconds, 3) for r in results}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data), encoding="utf-8")
+    except (OSError, ValueError):
+        pass  # an estimate is a convenience: never a reason to fail
+
+
+class Progress:
+    """The live line: records landed / total, what runs, elapsed, and an estimate."""
+
+    def __init__(
+        self, total: int, estimate_s: float | None, stream: TextIO, every_s: float = 5.0
+    ) -> None:
+        self.total = total
+        self.done = 0
+        self.estimate_s = estimate_s
+        self.stream = stream
+        self.running: dict[str, int] = {}  # obligation -> records still to land
+        self.start = time.monotonic()
+        self.every_s = every_s
+        self.last = 0.0
+        self.bar: Any = None
+        if stream.isatty():
+            from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as Bar
+
+            self.bar = Bar(
+                TextColumn("[bold]verify[/bold]"),
+                BarColumn(),
+                TextColumn("{task.completed}/{task.total} records"),
+                TimeElapsedColumn(),
+                TextColumn("{task.description}"),
+                transient=True,
+                auto_refresh=False,  # no thread: workers are forked from this process
+                console=_console(stream),
+            )
+            self.task = self.bar.add_task("", total=total)
+            self.bar.start()
+
+    def line(self) -> str:
+        """The plain progress line."""
+        names = list(self.running)
+        running = ", ".join(names[:2]) + (f" (+{len(names) - 2})" if len(names) > 2 else "")
+        eta = ""
+        if self.estimate_s:
+            left = max(0.0, self.estimate_s - (time.monotonic() - self.start))
+            eta = f", about {left:.0f}s left (last run {self.estimate_s:.0f}s)"
+        return (
+            f"verify: {self.done}/{self.total} records, running {running or '-'}, "
+            f"{time.monotonic() - self.start:.0f}s elapsed{eta}"
+        )
+
+    def started(self, ob: Obligation) -> None:
+        self.running[ob.name] = 1 + (ob.negative is not None)
+        self._show()
+
+    def landed(self, r: Result) -> None:
+        self.done += 1
+        name = r.control_of or r.name
+        if name in self.running:
+            self.running[name] -= 1
+            if self.running[name] <= 0:
+                del self.running[name]
+        self._show()
+
+    def print(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.console.print(text, markup=False, highlight=False)
+        else:
+            print(text, flush=True)
+
+    def _show(self) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, completed=self.done, description=", ".join(self.running))
+            self.bar.refresh()
+            return
+        now = time.monotonic()
+        if now - self.last >= self.every_s or self.done == self.total:
+            self.last = now
+            print(self.line(), file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _console(stream: TextIO) -> Any:
+    from rich.console import Console
+
+    return Console(file=stream)
+
+
+# ------------------------------------------------------------------ the run
+
+
 def verify(
     level: Level = "default",
     only: str | None = None,
-    timeout_s: float | None = None,
+    backstop_s: float = HANG_BACKSTOP_S,
     emit: Callable[[str], None] | None = None,
-    progress: bool = False,
+    jobs: int = 0,
     groups: Sequence[str] | None = None,
+    progress: TextIO | None = None,
 ) -> list[Result]:
-    """Run every obligation at `level`; `emit` receives one fixed-format line per record."""
-    budget = timeout_s if timeout_s is not None else DEFAULT_TIMEOUTS[level]
-    obligations, results = collect(level, only, groups)
+    """Run every obligation at `level` in `jobs` worker processes (0: in this process);
+    `emit` receives one fixed-format line per record as it lands; `progress` (a
+    stream) shows the live line. Raises `base.parallel.Interrupted` on Ctrl-C, with
+    the records that had landed."""
+    obligations, broken = collect(level, only, groups)
     say = emit or (lambda line: None)
-    for r in results:
+    for r in broken:
         say(format_result(r))
-    if not progress:
-        for ob in obligations:
-            for r in run_one(ob, budget):
-                results.append(r)
-                say(format_result(r))
-        return results
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    live: Progress | None = None
+    if progress is not None:
+        times = _last_times(level)
+        known = [times.get(n) for ob in obligations for n in _names(ob)]
+        estimate = None
+        if known and all(t is not None for t in known):
+            estimate = sum(t for t in known if t is not None) / max(1, jobs)
+        live = Progress(_records(obligations), estimate, progress)
 
-    with Progress(
-        TextColumn("[bold]verify[/bold]"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total} records"),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}"),
-        transient=True,
-    ) as bar:
-        task = bar.add_task("", total=len(results) + _records(obligations), completed=len(results))
-        for ob in obligations:
-            bar.update(task, description=ob.name)
-            for r in run_one(ob, budget):
-                results.append(r)
-                if emit is not None:
-                    bar.console.print(format_result(r), markup=False, highlight=False)
-                bar.advance(task)
-    return results
+    def landed(r: Result) -> None:
+        if emit is not None:
+            if live is not None:
+                live.print(format_result(r))
+            else:
+                say(format_result(r))
+        if live is not None:
+            live.landed(r)
+
+    try:
+        results = run_parallel(
+            obligations,
+            jobs,
+            backstop_s,
+            on_result=landed,
+            on_start=live.started if live is not None else None,
+        )
+    except Interrupted as stop:
+        raise Interrupted([*broken, *stop.records]) from None
+    finally:
+        if live is not None:
+            live.close()
+    return [*broken, *results]
+
+
+def _names(ob: Obligation) -> list[str]:
+    return [ob.name] + ([f"{ob.name}~neg"] if ob.negative is not None else [])
 
 
 def counts(results: Sequence[Result]) -> dict[str, Any]:
-    """How many records, failed ones, and records by kind and by verdict."""
+    """How many records, failed ones, records (and seconds) by kind, records by verdict."""
+    seconds: dict[str, float] = {}
+    for r in results:
+        seconds[r.kind.value] = seconds.get(r.kind.value, 0.0) + r.seconds
     return {
         "records": len(results),
         "failed": sum(not r.ok for r in results),
         "by_kind": dict(sorted(Counter(r.kind.value for r in results).items())),
+        "seconds_by_kind": {k: round(v, 3) for k, v in sorted(seconds.items())},
         "by_verdict": dict(sorted(Counter(r.verdict for r in results).items())),
     }
 
 
-def _summary(results: Sequence[Result]) -> None:
+def _summary(results: Sequence[Result], wall_s: float, jobs: int) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -133,11 +296,12 @@ def _summary(results: Sequence[Result]) -> None:
     console = Console(width=max(120, Console().width))
     console.print(table)
     c = counts(results)
-    total = sum(r.seconds for r in results)
     kinds = ", ".join(f"{n} {k}" for k, n in c["by_kind"].items())
     verdicts = ", ".join(f"{n} {v}" for v, n in c["by_verdict"].items())
+    per_kind = ", ".join(f"{k} {s:.1f}s" for k, s in c["seconds_by_kind"].items())
     console.print(
-        f"{c['records']} records ({kinds}): {verdicts}; {c['failed']} failed, {total:.1f}s",
+        f"{c['records']} records ({kinds}): {verdicts}; {c['failed']} failed; "
+        f"{wall_s:.1f}s with {max(jobs, 1)} worker(s) (check time by kind: {per_kind})",
         highlight=False,
     )
     for r in results:
@@ -148,21 +312,40 @@ def _summary(results: Sequence[Result]) -> None:
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("verify", help="run proofs, explorer and conformance")
+    p = sub.add_parser(
+        "verify",
+        help="run proofs, explorer and conformance",
+        description="Run every obligation (Z3 proofs, the explorer, conformance runs), each "
+        "with its negative control, and print one table of records.",
+    )
     depth = p.add_mutually_exclusive_group()
     depth.add_argument("--quick", action="store_true", help="small bounds (seconds)")
     depth.add_argument("--thorough", action="store_true", help="larger bounds, more examples")
-    p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
-    p.add_argument("--only", metavar="PREFIX", help="run only obligations whose name starts so")
     p.add_argument(
-        "--timeout",
+        "-j",
+        "--jobs",
+        type=count(0),
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="worker processes (default: %(default)s, the cores; 0: run in this process)",
+    )
+    p.add_argument(
+        "--only",
+        metavar="PREFIX",
+        help="run only the obligations whose name starts with PREFIX (default: all)",
+    )
+    p.add_argument(
+        "--backstop",
         type=_positive_float,
-        default=None,
+        default=HANG_BACKSTOP_S,
         metavar="SECONDS",
-        help="wall-clock bound of each check (default by level: "
-        f"{', '.join(f'{k} {v:g}' for k, v in DEFAULT_TIMEOUTS.items())})",
+        help="hang backstop of each check: a check still running after it is reported "
+        "unknown, never as a finding (default: %(default)g; verdicts come from work)",
     )
     p.add_argument("--verbose", action="store_true", help="print one line per record as it lands")
+    p.add_argument(
+        "--json", metavar="PATH", type=writable_path, help="also write the report as JSON"
+    )
     p.set_defaults(handler=run)
 
 
@@ -179,19 +362,34 @@ def _positive_float(text: str) -> float:
 def run(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     """The handler: (exit code, the report's own fields)."""
     level: Level = "quick" if args.quick else "thorough" if args.thorough else "default"
+    if args.only is not None:
+        names = [ob.name for ob in collect(level, None)[0]]
+        if not any(n.startswith(args.only) for n in names):
+            raise UsageError(
+                f"evictable verify: --only {args.only!r} selects no obligation "
+                f"(names start with e.g. {', '.join(sorted({n.split('.')[0] for n in names}))})"
+            )
     emit = print if args.verbose else None
-    results = verify(
-        level, args.only, args.timeout, emit=emit, progress=sys.stdout.isatty() and not args.verbose
-    )
-    _summary(results)
-    if not results:
-        print("no obligations were run", file=sys.stderr)
-    code = 0 if results and all(r.ok for r in results) else 1
-    budget = args.timeout if args.timeout is not None else DEFAULT_TIMEOUTS[level]
-    return code, {
+    start = time.monotonic()
+    error: str | None = None
+    try:
+        results = verify(level, args.only, args.backstop, emit, args.jobs, progress=sys.stderr)
+    except Interrupted as stop:
+        results = stop.records
+        error = f"evictable verify: interrupted after {len(results)} record(s)"
+    wall = time.monotonic() - start
+    _summary(results, wall, args.jobs)
+    if error is None and args.only is None:
+        _save_times(level, results)
+    code = 2 if error is not None else 0 if results and all(r.ok for r in results) else 1
+    fields: dict[str, Any] = {
         "level": level,
-        "timeout_s": budget,
+        "backstop_s": args.backstop,
+        "jobs": args.jobs,
         "only": args.only,
         "counts": counts(results),
         "records": [r.as_dict() for r in results],
     }
+    if error is not None:
+        fields["error"] = error
+    return code, fields

@@ -67,13 +67,26 @@ class Figures:
     the K keys stands for K!/(K-m)! renamed states (keys it mentions are told
     apart by slot or list position, so no renaming other than the identity fixes
     it). Equals `states` without canonicalisation."""
+    max_states: int = DEFAULT_MAX_STATES
+    """The state limit the run had (a work bound)."""
+    timed_out: bool = False
+    """The run stopped at the hang backstop (the wall clock), not at its state limit."""
+
+    @property
+    def stopped_by(self) -> str:
+        """Which limit ended an incomplete run ("" for a complete one)."""
+        if self.complete:
+            return ""
+        if self.timed_out:
+            return "the hang backstop (the wall clock, not a finding)"
+        return f"the state limit ({self.max_states:,} states)"
 
     @property
     def states_per_s(self) -> float:
         return self.states / self.seconds if self.seconds > 0 else 0.0
 
     def line(self) -> str:
-        done = "" if self.complete else " (INCOMPLETE: state limit reached)"
+        done = "" if self.complete else f" (INCOMPLETE: stopped by {self.stopped_by})"
         covers = (
             f" (covering {self.concrete} before symmetry)" if self.concrete != self.states else ""
         )
@@ -171,7 +184,15 @@ def explore(
     subject = ManagerSubject(bounds, fac, canonical, contract, masked)
     run = search(subject, workers=workers, max_states=max_states, deadline=deadline)
     figures = Figures(
-        run.states, run.transitions, run.depth, run.seconds, run.pruned, run.complete, run.weight
+        run.states,
+        run.transitions,
+        run.depth,
+        run.seconds,
+        run.pruned,
+        run.complete,
+        run.weight,
+        max_states,
+        run.timed_out,
     )
     failure = _failure(subject, run) if run.found is not None else None
     parents = tuple((pid, -1 if label is None else label) for pid, label in run.parents)

@@ -52,12 +52,12 @@ from evictable.proofs.base.records import (
     refuted,
 )
 from evictable.proofs.lockstep.arc_rules import ArcRules
-from evictable.proofs.lockstep.copies import MODES, copy_modes
+from evictable.proofs.lockstep.copies import copy_support
 from evictable.proofs.lockstep.inputs import KEYS
 from evictable.proofs.lockstep.machine import build_machine
 from evictable.proofs.lockstep.manager import Action, ConformanceFailure, replay
 from evictable.proofs.lockstep.settings import engine_settings
-from evictable.proofs.lockstep.shrink import shrink
+from evictable.proofs.lockstep.shrink import REPLAYS, shrink
 
 __all__ = [
     "POLICY_RULES",
@@ -110,6 +110,26 @@ class ConformanceRecord:
     contract: Contract = DEFAULT
     seed: int | None = None
     """The seed the run used (drawn afresh when none was asked for): it reproduces it."""
+    faults_note: str = ""
+    """Why faults were not injected ("" when they were, or were not asked for)."""
+    copies: tuple[str, ...] = ()
+    """The copy round trips the run checked (`lockstep.copies`)."""
+    copies_note: str = ""
+    """Why the other round trips were not checked ("" when all were)."""
+
+    def scope(self) -> str:
+        """What the run did and did not check, in one line (never a silent omission)."""
+        faults = (
+            f"faults on, {self.faults_fired} fired"
+            if self.faults
+            else f"faults not applicable: {self.faults_note}"
+            if self.faults_note
+            else "faults off"
+        )
+        copies = ", ".join(self.copies) or "none"
+        if self.copies_note:
+            copies += f" (not applicable: {self.copies_note})"
+        return f"{faults}; copies checked: {copies}"
 
     @property
     def ok(self) -> bool:
@@ -120,8 +140,7 @@ class ConformanceRecord:
         head = (
             f"conformance[{self.policy}] {self.status}: {self.examples_run} examples, "
             f"{self.steps_run} steps, {self.seconds:.2f}s "
-            f"(budget {self.examples}x{self.steps}, "
-            f"faults {f'on, {self.faults_fired} fired' if self.faults else 'off'})"
+            f"(budget {self.examples}x{self.steps}; {self.scope()})"
         )
         if self.first_failure_example is not None:
             head += (
@@ -154,20 +173,36 @@ class ConformanceRecord:
         return Outcome(Status.ERROR, self.reason)
 
 
-def _probe_faults(factory: Factory, policy: str) -> bool:
-    """True if `factory` builds its policy by name through `impl.policies.factory`."""
+def probe_faults(factory: Factory, policy: str) -> str:
+    """Why faults cannot be injected into `factory`'s policy ("" when they can: it
+    builds its policy by name through `impl.policies.factory`, and a fault armed in
+    `insert` fires when it stores a key; what the adapter then does with the fault
+    is for the engine to judge)."""
     name = fault_policy_name(policy)
     if name is None:
-        return False
+        return f"policy {policy!r} has no fault-injecting variant"
     try:
         adapter = factory(2, name, False)
+    except Exception as exc:
+        PLAN.disarm()
+        return (
+            f"the factory does not build its policy through impl.policies.factory: "
+            f"factory(2, {name!r}, False) raised {type(exc).__name__}: {exc}"
+        )
+    raised: BaseException | None = None
+    try:
         PLAN.arm("insert", 1)
         adapter.prepare_store([KEYS[0]])
-    except Exception:  # the injected fault, or a factory that refuses the name
-        pass
+    except Exception as exc:  # the injected fault, or something else
+        raised = exc
     finally:
         fired = PLAN.disarm()
-    return fired is not None
+    if fired is None:
+        what = (
+            "" if raised is None else f" (prepare_store raised {type(raised).__name__}: {raised})"
+        )
+        return f"the adapter never called its policy's insert: no fault was injected{what}"
+    return ""  # injected: an adapter that then swallows the fault is a finding, not a skip
 
 
 def make_machine(
@@ -188,22 +223,22 @@ def make_machine(
     Use `make_machine(...).TestCase` as a pytest test class.
     """
     if require_copies:
-        missing = [how for how in MODES if how not in copy_modes(factory, policy)]
-        if missing:
-            raise ValueError(f"the adapters do not survive a {'/'.join(missing)} round trip")
+        why = copy_support(factory, policy)[1]
+        if why:
+            raise ValueError(f"the adapters do not survive every copy round trip: {why}")
     if policy not in MODEL_POLICIES:
         raise ValueError(f"the model has no policy {policy!r}; known: {sorted(MODEL_POLICIES)}")
     faults = False
+    why = ""
     if inject_faults is not False:
-        faults = _probe_faults(factory, policy)
+        why = probe_faults(factory, policy)
+        faults = not why
         if inject_faults and not faults:
-            raise ValueError(
-                "fault injection requested, but the factory does not build "
-                f"its policy {policy!r} through impl.policies.factory"
-            )
+            raise ValueError(f"fault injection requested, but {why}")
     machine = build_machine(
         factory, policy, fault_policy_name(policy) if faults else None, PLAN, contract, collect
     )
+    machine.faults_note = why
     mixin = None if contract.black_box else profile(policy).rules or POLICY_RULES.get(policy)
     return machine if mixin is None else type(machine.__name__, (mixin, machine), {})
 
@@ -236,7 +271,7 @@ def run_conformance(
     steps: int = 50,
     seed: int | None = None,
     inject_faults: bool | None = None,
-    shrink_budget_s: float = 20.0,
+    shrink_replays: int = REPLAYS,
     contract: Contract | None = None,
     stop_at_first: bool = False,
     require_copies: bool = False,
@@ -247,8 +282,8 @@ def run_conformance(
     failure, so the run can be reproduced); an int makes the run reproducible.
     `contract` None: the factory's declared contract (`contract.declared`). The run
     continues past findings (`stop_at_first` stops at the first instead); the
-    shortest failure of each class is then shrunk by replay, the whole shrinking
-    taking at most `shrink_budget_s` seconds. `require_copies`: see `make_machine`.
+    shortest failure of each class is then shrunk by at most `shrink_replays` replays
+    (a work bound: the trace is the same at any load). `require_copies`: see `make_machine`.
     Never raises for a broken factory or adapter: that is reported as status "error".
     """
     try:
@@ -297,7 +332,7 @@ def run_conformance(
         )
     finally:
         PLAN.disarm()
-    findings = _shrunk(factory, policy, fault_policy, contract, found, stats.hits, shrink_budget_s)
+    findings = _shrunk(factory, policy, fault_policy, contract, found, stats.hits, shrink_replays)
     if findings:
         status = "failed"
     seconds = time.perf_counter() - start
@@ -319,6 +354,9 @@ def run_conformance(
         findings,
         contract,
         seed,
+        machine.faults_note,  # type: ignore[attr-defined]
+        machine.copy_modes,  # type: ignore[attr-defined]
+        machine.copies_note,  # type: ignore[attr-defined]
     )
 
 
@@ -329,11 +367,12 @@ def _shrunk(
     contract: Contract,
     found: Sequence[ConformanceFailure],
     hits: Mapping[FindingKind, int],
-    budget_s: float,
+    replays: int,
 ) -> tuple[Finding, ...]:
-    """Each failure shrunk by replay (keeping its class), as a `Finding`."""
+    """Each failure shrunk by at most `replays` replays (keeping its class), as a
+    `Finding`."""
     out: list[Finding] = []
-    for i, failure in enumerate(found):
+    for failure in found:
 
         def probe(
             actions: Sequence[Action], kind: FindingKind = failure.kind
@@ -341,10 +380,7 @@ def _shrunk(
             got = replay(factory, policy, fault_policy, PLAN, actions, contract)
             return got.as_kind(kind) if got is not None else None
 
-        share = budget_s / max(1, len(found) - i) if budget_s > 0 else 0.0
-        t0 = time.perf_counter()
-        best, _ = shrink(probe, failure, share)
-        budget_s -= time.perf_counter() - t0
+        best, _ = shrink(probe, failure, replays)
         lines = [(line.code, line.note, line.raised) for line in best.lines]
         out.append(
             Finding(

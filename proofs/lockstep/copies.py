@@ -28,7 +28,7 @@ from evictable.impl.policies.base import CachePolicy
 from evictable.proofs.base.compare import diff
 from evictable.proofs.lockstep.failures import Copy, TraceLine
 
-__all__ = ["MODES", "Copy", "apply_copy", "copy_modes", "roundtrip"]
+__all__ = ["MODES", "Copy", "apply_copy", "copy_modes", "copy_support", "roundtrip"]
 
 MODES: tuple[str, ...] = ("deepcopy", "pickle")
 
@@ -56,24 +56,34 @@ def roundtrip(obj: Any, how: str) -> Any:
     return pickle.loads(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL))
 
 
-def copy_modes(factory: Callable[[int, str, bool], Any], policy: str) -> tuple[str, ...]:
+def copy_support(
+    factory: Callable[[int, str, bool], Any], policy: str
+) -> tuple[tuple[str, ...], str]:
     """The round trips `factory`'s adapters survive without raising (on an adapter
-    holding a stored, a committed and a loading key)."""
+    holding a stored, a committed and a loading key), and why the others cannot be
+    checked ("" when every mode works): a check that leaves a mode out says so."""
     try:
         adapter = factory(3, policy, True)
         adapter.prepare_store(["a", "b", "c"])
         adapter.complete_store(["a", "b"])
         adapter.prepare_load(["a"])
-    except Exception:
-        return ()
+    except Exception as exc:
+        return (), f"no adapter to copy: setting one up raised {type(exc).__name__}: {exc}"
     modes = []
+    why = []
     for how in MODES:
         try:
             roundtrip(adapter, how)
-        except Exception:
+        except Exception as exc:
+            why.append(f"{how}: {type(exc).__name__}: {exc}")
             continue
         modes.append(how)
-    return tuple(modes)
+    return tuple(modes), "; ".join(why)
+
+
+def copy_modes(factory: Callable[[int, str, bool], Any], policy: str) -> tuple[str, ...]:
+    """The round trips `factory`'s adapters survive (`copy_support` without the why)."""
+    return copy_support(factory, policy)[0]
 
 
 def _disturb(target: Any) -> None:

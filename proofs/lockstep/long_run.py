@@ -24,7 +24,7 @@ from evictable.proofs.base.faults import PLAN
 from evictable.proofs.base.protocol import Factory
 from evictable.proofs.lockstep.inputs import KEYS, Call
 from evictable.proofs.lockstep.manager import ConformanceFailure, LockStep, Start, Step, replay
-from evictable.proofs.lockstep.shrink import shrink
+from evictable.proofs.lockstep.shrink import REPLAYS, shrink
 
 __all__ = [
     "LongRun",
@@ -125,7 +125,7 @@ def long_run(
     seed: int = 0,
     keys: int = 4,
     num_blocks: int = 3,
-    shrink_budget_s: float = 10.0,
+    shrink_replays: int = REPLAYS,
 ) -> LongRun:
     """`steps` calls on model and implementation in lock-step (see the module doc)."""
     rnd = random.Random(seed)
@@ -145,7 +145,7 @@ def long_run(
         def probe(actions: object) -> ConformanceFailure | None:
             return replay(factory, policy, None, PLAN, actions)  # type: ignore[arg-type]
 
-        failure, _ = shrink(probe, found, shrink_budget_s)
+        failure, _ = shrink(probe, found, shrink_replays)
         return LongRun(policy, seed, lock.step_no, time.perf_counter() - start, failure)
     return LongRun(policy, seed, lock.step_no, time.perf_counter() - start)
 

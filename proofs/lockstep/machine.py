@@ -20,7 +20,7 @@ from evictable.model.types import Key
 from evictable.proofs.base.contract import DEFAULT, Contract
 from evictable.proofs.base.faults import HOOKS, FaultPlan
 from evictable.proofs.base.protocol import Factory
-from evictable.proofs.lockstep.copies import MODES, Copy, copy_modes
+from evictable.proofs.lockstep.copies import MODES, Copy, copy_support
 from evictable.proofs.lockstep.inputs import (
     BAD_ENABLE_EVENTS,
     BAD_NUM_BLOCKS,
@@ -91,7 +91,11 @@ def build_machine(
     LockStepMachine.stats = RunStats()
     LockStepMachine.contract = contract
     LockStepMachine.collect = collect
-    LockStepMachine.copy_modes = () if contract.black_box else copy_modes(factory, policy)
+    LockStepMachine.copy_modes, LockStepMachine.copies_note = (
+        ((), "a black box is copied through snapshot(), which it does not have")
+        if contract.black_box
+        else copy_support(factory, policy)
+    )
     return LockStepMachine
 
 
@@ -106,6 +110,10 @@ class _Machine(RuleBasedStateMachine):
     copy_modes: ClassVar[tuple[str, ...]]
     """The round trips the factory's adapters support (`lockstep.copies`); none for a
     black box (a copy is compared through `snapshot()`)."""
+    copies_note: ClassVar[str] = ""
+    """Why the other round trips are not checked ("" when every one is)."""
+    faults_note: ClassVar[str] = ""
+    """Why faults are not injected ("" when they are, or were not asked for)."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -6,14 +6,15 @@ replay costs microseconds per step) and keeps any candidate that still diverges:
 drop chunks of actions (halving the chunk size down to single actions), fold a
 call into an earlier one of the same method (its keys appended), simplify the
 set-up (fewer blocks, events off, no fault policy), and drop keys from key lists,
-until nothing more can be removed or the time budget is spent. A failure
+until nothing more can be removed or the replay budget is spent (a count of
+replays, so the trace reported is the same on a busy machine as on an idle one). A
+failure
 that is a hanging call is shrunk under the short per-step bound of a guard session
 (`base.guard`), so each replay that still hangs costs a fraction of a second.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -21,7 +22,7 @@ from evictable.proofs.base.guard import guard_session
 from evictable.proofs.lockstep.inputs import Call
 from evictable.proofs.lockstep.manager import Action, ConformanceFailure, Fault, Start, Step
 
-__all__ = ["shrink"]
+__all__ = ["REPLAYS", "shrink"]
 
 Probe = Callable[[Sequence[Action]], ConformanceFailure | None]
 
@@ -57,11 +58,15 @@ def _merged(first: Action, later: Action) -> Action | None:
     return Step(Call.keys(a.method, keys, **dict(a.options)))
 
 
+REPLAYS = 2000
+"""The default replay budget of one shrink (most shrinks end far below it)."""
+
+
 class _Shrinker:
-    def __init__(self, probe: Probe, failure: ConformanceFailure, budget_s: float) -> None:
+    def __init__(self, probe: Probe, failure: ConformanceFailure, budget: int) -> None:
         self.probe = probe
         self.best = failure
-        self.deadline = time.perf_counter() + budget_s
+        self.budget = budget
         self.replays = 0
 
     @property
@@ -69,7 +74,7 @@ class _Shrinker:
         return list(self.best.actions)
 
     def _try(self, candidate: Sequence[Action]) -> bool:
-        if time.perf_counter() > self.deadline:
+        if self.replays >= self.budget:
             return False
         self.replays += 1
         failure = self.probe(candidate)
@@ -125,7 +130,7 @@ class _Shrinker:
         return improved
 
     def run(self) -> ConformanceFailure:
-        while time.perf_counter() < self.deadline:
+        while self.replays < self.budget:
             changed = self.drop_chunks()
             changed |= self.merge_calls()
             changed |= self.simplify_each(
@@ -138,9 +143,10 @@ class _Shrinker:
 
 
 def shrink(
-    probe: Probe, failure: ConformanceFailure, budget_s: float = 20.0
+    probe: Probe, failure: ConformanceFailure, replays: int = REPLAYS
 ) -> tuple[ConformanceFailure, int]:
-    """The shortest failure found from `failure` by replay, and how many replays it took.
+    """The shortest failure found from `failure` by at most `replays` replays, and how
+    many it took.
 
     `probe(actions)` replays actions and returns the failure they provoke (or None).
     If the original actions do not fail again on replay (a nondeterministic
@@ -152,5 +158,5 @@ def shrink(
         again = probe(failure.actions)
         if again is None:
             return failure, 1
-        shrinker = _Shrinker(probe, again, budget_s)
+        shrinker = _Shrinker(probe, again, replays)
         return shrinker.run(), shrinker.replays + 1

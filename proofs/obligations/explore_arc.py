@@ -89,7 +89,7 @@ def _explore_model(capacity: int, num_keys: int) -> ExploreReport:
 def _bounded_check(
     prop: Property, bounds: tuple[tuple[int, int], ...]
 ) -> Callable[[float], Outcome]:
-    def run(timeout_s: float) -> Outcome:
+    def run(backstop_s: float) -> Outcome:
         for capacity, num_keys in bounds:
             report = _explore_model(capacity, num_keys)
             if report.violation is not None:
@@ -113,7 +113,7 @@ def _bounded_check(
 def _bounded_negative(
     prop: Property, bounds: tuple[tuple[int, int], ...]
 ) -> Callable[[float], Outcome]:
-    def run(timeout_s: float) -> Outcome:
+    def run(backstop_s: float) -> Outcome:
         broken, _ = CONTROLS[prop.name]
         for capacity, num_keys in bounds:
             report = explore_properties(capacity, num_keys, (prop,), broken)

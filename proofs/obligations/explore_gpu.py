@@ -36,7 +36,7 @@ def _figures(run: Result[Act]) -> str:
 def _claim(*makes: Callable[[], ReplaySubject[Any, Act]]) -> Callable[[float], Outcome]:
     """Every subject explored without a failure (figures of each, `; `-joined)."""
 
-    def check(_timeout_s: float) -> Outcome:
+    def check(_backstop_s: float) -> Outcome:
         figures = []
         for make in makes:
             run = explore_gpu(make())
@@ -55,7 +55,7 @@ def _controls(
 ) -> Callable[[float], Outcome]:
     """Refuted only when every seeded variant is caught."""
 
-    def check(_timeout_s: float) -> Outcome:
+    def check(_backstop_s: float) -> Outcome:
         caught = []
         for name, make in makes.items():
             run = explore_gpu(make())

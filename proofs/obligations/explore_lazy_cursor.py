@@ -48,7 +48,7 @@ def _prove(
 ) -> Callable[[float], Outcome]:
     """The claim: no reachable state fails `check` (a truncated search proves nothing)."""
 
-    def run(_timeout_s: float) -> Outcome:
+    def run(_backstop_s: float) -> Outcome:
         s = search_all(bounds, validation, check, unlink)
         if s.violation is not None:
             return refuted("\n".join(s.trace))
@@ -64,7 +64,7 @@ def _refute(
 ) -> Callable[[float], Outcome]:
     """A negative control: the search must find a violation (reported as its trace)."""
 
-    def run(_timeout_s: float) -> Outcome:
+    def run(_backstop_s: float) -> Outcome:
         s = search_all(bounds, validation, check, unlink)
         if s.violation is None:
             return proved()
@@ -76,7 +76,7 @@ def _refute(
 def _lockstep(level: Level, cls: type[LazyOffloadScanner]) -> Callable[[float], Outcome]:
     """Every bound of the level, the implementation judged on every edge."""
 
-    def run(_timeout_s: float) -> Outcome:
+    def run(_backstop_s: float) -> Outcome:
         states = transitions = 0
         for bounds in BOUNDS[level]:
             s = lockstep_search(bounds, cls)
@@ -94,10 +94,10 @@ def _lockstep(level: Level, cls: type[LazyOffloadScanner]) -> Callable[[float], 
 def _every_scanner(level: Level) -> Callable[[float], Outcome]:
     """Refuted only when every seeded broken scanner diverges somewhere."""
 
-    def run(timeout_s: float) -> Outcome:
+    def run(backstop_s: float) -> Outcome:
         caught = []
         for name, cls in SEEDED_SCANNERS.items():
-            out = _lockstep(level, cls)(timeout_s)
+            out = _lockstep(level, cls)(backstop_s)
             if out.status is not Status.COUNTEREXAMPLE:
                 return proved(f"{name} was not caught")
             caught.append(f"{name}: {out.counterexample.splitlines()[1]}")

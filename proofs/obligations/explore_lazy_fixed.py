@@ -18,7 +18,7 @@ def obligations(level: Level) -> list[Obligation]:
     from evictable.proofs.controls.scanners import CAPACITY_IGNORED
 
     def check(classes: dict[int, type[LazyOffloadScanner]] | None) -> Callable[[float], Outcome]:
-        def run(_timeout_s: float) -> Outcome:
+        def run(_backstop_s: float) -> Outcome:
             for k in FIXED:
                 out = fixed_capacity_search(BOUNDS, k, classes)
                 if out.found is not None:

@@ -26,7 +26,7 @@ def _outcome(run: Exploration) -> Outcome:
 
 
 def _explore_check(bounds: Bounds, factory: Factory | None) -> Callable[[float], Outcome]:
-    def check(_timeout_s: float) -> Outcome:
+    def check(_backstop_s: float) -> Outcome:
         return _outcome(explore(bounds, factory))
 
     return check

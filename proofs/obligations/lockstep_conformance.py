@@ -29,7 +29,7 @@ def _impl_factory() -> Factory:
 def _check(
     policy: str, examples: int, steps: int, seed: int | None, broken: bool
 ) -> Callable[[float], Outcome]:
-    def run(timeout_s: float) -> Outcome:
+    def run(backstop_s: float) -> Outcome:
         factory = _impl_factory()
         if broken:
             factory = key_by_key(factory, "prepare_load")

@@ -24,7 +24,7 @@ SCALE: dict[str, float] = {"quick": 0.2, "default": 1.0, "thorough": 10.0}
 def _check(
     policy: str, steps: int, keys: int, blocks: int, broken: bool
 ) -> Callable[[float], Outcome]:
-    def run(_timeout_s: float) -> Outcome:
+    def run(_backstop_s: float) -> Outcome:
         from evictable.impl.manager import CPUOffloadingManager
         from evictable.proofs.controls.manager import key_by_key
 

@@ -22,7 +22,7 @@ def obligations(level: Level) -> list[Obligation]:
     runs = {"quick": 60, "default": 200, "thorough": 1000}[level]
 
     def check(name: str, cls: type[Any] | None) -> Callable[[float], Outcome]:
-        def run(_timeout_s: float) -> Outcome:
+        def run(_backstop_s: float) -> Outcome:
             why = policy_probe(name, cls, runs)
             return proved(f"{runs} runs agree") if why is None else refuted(why)
 

@@ -20,7 +20,7 @@ from evictable.proofs.lockstep.probes import (
 
 
 def _as_check(run: Callable[[], str | None], ok: str) -> Callable[[float], Outcome]:
-    def check(_timeout_s: float) -> Outcome:
+    def check(_backstop_s: float) -> Outcome:
         why = run()
         return proved(ok) if why is None else refuted(why)
 

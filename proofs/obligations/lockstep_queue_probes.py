@@ -18,7 +18,7 @@ def obligations(level: Level) -> list[Obligation]:
     from evictable.proofs.controls.gpu import SEEDED_QUEUES
 
     def check(factory: QueueFactory) -> Callable[[float], Outcome]:
-        def run(_timeout_s: float) -> Outcome:
+        def run(_backstop_s: float) -> Outcome:
             why = queue_probe(factory)
             return proved("every case holds") if why is None else refuted(why)
 

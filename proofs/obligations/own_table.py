@@ -24,7 +24,7 @@ def obligations(level: Level) -> list[Obligation]:
     from evictable.proofs.explore.manager import CONTROL_BOUNDS, explore
 
     def check(bounds: Bounds, factory: Factory) -> Callable[[float], Outcome]:
-        def run(_timeout_s: float) -> Outcome:
+        def run(_backstop_s: float) -> Outcome:
             out = explore(bounds, factory)
             if out.failure is not None:
                 return refuted(out.summary())

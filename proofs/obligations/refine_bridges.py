@@ -49,7 +49,7 @@ class _MissesMarkEvictable(RecordingModel, MissesMarkEvictableOnLoadEnd):
     """The recording model over the broken one (`controls.tables`)."""
 
 
-def _block(machine: Machine, step_fn: StepFn, _timeout_s: float) -> Outcome:
+def _block(machine: Machine, step_fn: StepFn, _backstop_s: float) -> Outcome:
     return check_block_bridge(machine, step_fn)
 
 

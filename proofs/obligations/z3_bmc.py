@@ -54,11 +54,11 @@ SEEDED_VARIANTS: Callable[[Machine], dict[str, Variant]] = _seeded
 """The seeded bugs of `proofs.controls` (by their names there) as relation variants."""
 
 
-def _check_seeded(bounds: Bmc, timeout_s: float) -> Outcome:
+def _check_seeded(bounds: Bmc, backstop_s: float) -> Outcome:
     machine = REFERENCE  # the controls break the reference table, whatever is tested
     found = []
     for name, variant in SEEDED_VARIANTS(machine).items():
-        out = bmc(bounds, timeout_s, machine, variant)
+        out = bmc(bounds, backstop_s, machine, variant)
         if out.status is not Status.COUNTEREXAMPLE:
             return Outcome(
                 Status.PROVED if out.status is Status.PROVED else out.status,

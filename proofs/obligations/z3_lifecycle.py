@@ -58,7 +58,7 @@ def obligations(level: Level) -> list[Obligation]:
 
 
 def _bind(fn: Callable[..., Outcome], *args: Any, **kw: Any) -> Callable[[float], Outcome]:
-    return lambda timeout_s: fn(*args, timeout_s, **kw)
+    return lambda backstop_s: fn(*args, backstop_s, **kw)
 
 
 def machine_obligations(m: Machine) -> list[Obligation]:

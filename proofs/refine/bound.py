@@ -41,6 +41,7 @@ from evictable.model.lru import ModelLru
 from evictable.model.manager import ModelManager
 from evictable.model.types import SlotId
 from evictable.proofs.base.records import (
+    HANG_BACKSTOP_S,
     Outcome,
     check_deadline,
     proved,
@@ -52,6 +53,7 @@ from evictable.proofs.refine.arc import relation_edge_check
 from evictable.proofs.z3 import eviction as ev
 from evictable.proofs.z3 import slots as sl
 from evictable.proofs.z3.arc import RELATIONS
+from evictable.proofs.z3.solver import check, solver, unknown
 
 __all__ = [
     "check_lru_eviction",
@@ -69,9 +71,12 @@ def _val(model: Any, term: Term) -> Any:
 
 
 def _solve(facts: list[Term]) -> Any:
-    s = z3.Solver()
+    s = solver(HANG_BACKSTOP_S)
     s.add(*facts)
-    if s.check() != z3.sat:
+    r = check(s)
+    if r == z3.unknown:
+        raise RuntimeError(f"concrete facts were not decided: {unknown(s).counterexample}")
+    if r != z3.sat:
         return None
     return s.model()
 

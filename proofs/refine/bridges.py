@@ -49,6 +49,7 @@ from evictable.model.types import LruPolicySnapshot, ManagerSnapshot, PrepareSto
 from evictable.proofs.base.bounds import Bounds
 from evictable.proofs.base.protocol import Factory
 from evictable.proofs.base.records import (
+    HANG_BACKSTOP_S,
     Outcome,
     Status,
     check_deadline,
@@ -59,6 +60,7 @@ from evictable.proofs.explore.coverage import Call, RecordingModel, Walk, edges
 from evictable.proofs.z3 import free_queue as fq
 from evictable.proofs.z3.counter_rules import CallCounts, counters_after
 from evictable.proofs.z3.encode import concrete_terms, rejects_term, state_sort, step_term
+from evictable.proofs.z3.solver import check, solver, unknown
 
 __all__ = [
     "REF_BOUND",
@@ -85,9 +87,12 @@ def _holds(term: Any) -> bool:
         return True
     if z3.is_false(value):
         return False
-    s = z3.Solver()
+    s = solver(HANG_BACKSTOP_S)
     s.add(term)
-    return bool(s.check() == z3.sat)
+    r = check(s)
+    if r == z3.unknown:
+        raise RuntimeError(f"a concrete relation was not decided: {unknown(s).counterexample}")
+    return bool(r == z3.sat)
 
 
 class Oracle:

@@ -222,7 +222,7 @@ def _z3_view(z3: Any, tag: str) -> KeyView:
 def inductive_check(relations: dict[str, Relation]) -> Callable[[float], Outcome]:
     """Initiation, consecution of every event, and non-vacuity of `Inv ∧ T` per event."""
 
-    def run(timeout_s: float) -> Outcome:
+    def run(backstop_s: float) -> Outcome:
         import z3
 
         from evictable.proofs.z3.encode import Z3_LOGIC as lg
@@ -231,7 +231,7 @@ def inductive_check(relations: dict[str, Relation]) -> Callable[[float], Outcome
         p = Params(*z3.Bools("is_x victim trim1 trim2"))
         no = z3.BoolVal(False)
         empty = KeyView(no, no, no, no, no, z3.Int("ref0"))
-        init = z3_valid(membership(lg, empty), timeout_s, lambda m: "initial state")
+        init = z3_valid(membership(lg, empty), backstop_s, lambda m: "initial state")
         if init.status is not Status.PROVED:
             return init
         for event, rel in relations.items():
@@ -250,11 +250,11 @@ def inductive_check(relations: dict[str, Relation]) -> Callable[[float], Outcome
                     f"victim={m.eval(p.victim, model_completion=True)}"
                 )
 
-            out = z3_valid(membership(lg, post), timeout_s, describe, [membership(lg, pre), step])
+            out = z3_valid(membership(lg, post), backstop_s, describe, [membership(lg, pre), step])
             if out.status is not Status.PROVED:
                 return out
             witness = p.victim if event == "evict" else p.is_x
-            live = z3_sat([membership(lg, pre), step, witness], timeout_s, f"Inv ∧ {event}")
+            live = z3_sat([membership(lg, pre), step, witness], backstop_s, f"Inv ∧ {event}")
             if live.status is not Status.PROVED:
                 return live
         return proved()
@@ -302,7 +302,7 @@ def b2_hit_term(t: Any, b1: Any, b2: Any, floored: bool = True) -> Any:
 
 
 def check_target_range(which: str, broken: bool) -> Callable[[float], Outcome]:
-    def run(timeout_s: float) -> Outcome:
+    def run(backstop_s: float) -> Outcome:
         z3 = _z3()
         t = z3.Real("target")
         n, b1, b2 = z3.Ints("N b1 b2")
@@ -322,7 +322,7 @@ def check_target_range(which: str, broken: bool) -> Callable[[float], Outcome]:
                 f" -> target'={m.eval(new, model_completion=True)}"
             )
 
-        return z3_valid(claim, timeout_s, describe, pre)
+        return z3_valid(claim, backstop_s, describe, pre)
 
     return run
 
@@ -338,7 +338,7 @@ def check_encoding(
 ) -> Callable[[float], Outcome]:
     """The Z3 terms and the Python functions agree on every small concrete input."""
 
-    def run(timeout_s: float) -> Outcome:
+    def run(backstop_s: float) -> Outcome:
         z3 = _z3()
         for n in range(0, 5):
             targets = sorted({Fraction(i, 6) * n for i in range(7)} | {Fraction(1, 3)})

@@ -30,11 +30,9 @@ from evictable.model import lifecycle
 from evictable.model.lifecycle import CpuEvent, Machine
 from evictable.proofs.base.records import (
     Outcome,
-    Status,
     check_deadline,
     proved,
     refuted,
-    remaining,
 )
 from evictable.proofs.z3.manager import render_key
 from evictable.proofs.z3.manager_ops import (
@@ -53,6 +51,8 @@ from evictable.proofs.z3.manager_state import (
     initial_facts,
     invariant,
 )
+from evictable.proofs.z3.solver import check, unknown
+from evictable.proofs.z3.solver import solver as new_solver
 
 __all__ = [
     "Bmc",
@@ -115,14 +115,14 @@ def _render_state(model: Any, world: BoundedWorld, m: MState) -> str:
 
 def bmc(
     bounds: Bmc,
-    timeout_s: float,
+    backstop_s: float,
     machine: Machine | None = None,
     variant: Variant = MANAGER,
 ) -> Outcome:
     """Search every sequence of up to `bounds.depth` calls; see the module docstring."""
     machine = machine if machine is not None else lifecycle.CPU_MACHINE
     world = BoundedWorld(bounds.keys, bounds.slots)
-    solver = z3.Solver()
+    solver = new_solver(backstop_s)
     state = world.fresh("s0")
     solver.add(*initial_facts(world, state, machine))
     # Fields without meaning in a fresh manager get one value (fewer equivalent models).
@@ -146,8 +146,7 @@ def bmc(
                     claims[f"{step.op}: {name}"] = z3.Implies(last.op == i, claim)
         solver.push()
         solver.add(z3.Not(conj(list(claims.values()))))
-        solver.set("timeout", int(remaining(timeout_s) * 1000))
-        r = solver.check()
+        r = check(solver)
         if r == z3.sat:
             model = solver.model()
             failed = [
@@ -160,10 +159,7 @@ def bmc(
                 + f"; final state {_render_state(model, world, state)}"
             )
         if r == z3.unknown:
-            return Outcome(
-                Status.UNKNOWN,
-                f"z3 unknown at depth {depth} ({solver.reason_unknown()}); reached {depth - 1}",
-            )
+            return unknown(solver, f"bmc at depth {depth} (depth {depth - 1} holds)")
         solver.pop()
         solver.add(*claims.values())
         times.append(f"{time.perf_counter() - start:.1f}s")

@@ -37,11 +37,11 @@ def _counter_claim(name: str) -> bool:
 
 
 def check_counters(
-    machine: Machine, op: str, batch: int, timeout_s: float, variant: Variant = MANAGER
+    machine: Machine, op: str, batch: int, backstop_s: float, variant: Variant = MANAGER
 ) -> Outcome:
     """`op`'s counter update keeps each counter equal to its count."""
     return decide(
         lambda w, b: consecution_query(machine, op, b, variant, w, _counter_claim),
         batch,
-        timeout_s,
+        backstop_s,
     )

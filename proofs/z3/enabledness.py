@@ -213,7 +213,7 @@ def _describe_table(machine: Machine, event: CpuEvent, out: _Outcome, model: Any
     return " and ".join(parts) or "has no rule"
 
 
-def check_event(machine: Machine, event: CpuEvent, timeout_s: float) -> Outcome:
+def check_event(machine: Machine, event: CpuEvent, backstop_s: float) -> Outcome:
     """For every state and admitted ref, the table's class for `event` is the spec's."""
     ss = state_sort(machine)
     state, ref, post_ref = z3.Const("state", ss.sort), z3.Int("ref"), z3.Int("post.ref")
@@ -231,7 +231,7 @@ def check_event(machine: Machine, event: CpuEvent, timeout_s: float) -> Outcome:
             f"{_describe_table(machine, event, out, model)}; violated: enabledness"
         )
 
-    return z3_valid(z3.And(*claims), timeout_s, describe, [_admitted(state, ref)])
+    return z3_valid(z3.And(*claims), backstop_s, describe, [_admitted(state, ref)])
 
 
 # ------------------------------------------------------------------ safety
@@ -302,7 +302,7 @@ SAFETY: dict[str, Safety] = {
 """Safety properties of single steps, stated without the table."""
 
 
-def check_safety(machine: Machine, name: str, timeout_s: float) -> Outcome:
+def check_safety(machine: Machine, name: str, backstop_s: float) -> Outcome:
     """The table's step relation for the property's event has the property."""
     prop = SAFETY[name]
     ss = state_sort(machine)
@@ -325,7 +325,7 @@ def check_safety(machine: Machine, name: str, timeout_s: float) -> Outcome:
             f"violated: {name}"
         )
 
-    return z3_valid(prop.holds(view), timeout_s, describe, [_admitted(state, ref), step])
+    return z3_valid(prop.holds(view), backstop_s, describe, [_admitted(state, ref), step])
 
 
 # ------------------------------------------------------------------ obligations

@@ -150,7 +150,7 @@ def _render_eviction(model: Any, b: Blocks, ev: Eviction, head: str) -> str:
     )
 
 
-def check_exact_victims(blocks: int, timeout_s: float, walk: Walk = Walk()) -> Outcome:
+def check_exact_victims(blocks: int, backstop_s: float, walk: Walk = Walk()) -> Outcome:
     """Success iff ≥ n eligible; then exactly n victims, all eligible, and only they leave."""
     b, facts = _blocks(blocks)
     ev = evict_walk(b, walk)
@@ -166,10 +166,10 @@ def check_exact_victims(blocks: int, timeout_s: float, walk: Walk = Walk()) -> O
         ],
         *[z3.Implies(z3.Not(ev.success), ev.listed_after[i] == b.listed(i)) for i in range(blocks)],
     )
-    return z3_valid(claim, timeout_s, lambda m: _render_eviction(m, b, ev, "exact_victims"), facts)
+    return z3_valid(claim, backstop_s, lambda m: _render_eviction(m, b, ev, "exact_victims"), facts)
 
 
-def check_least_recent(blocks: int, timeout_s: float, walk: Walk = Walk()) -> Outcome:
+def check_least_recent(blocks: int, backstop_s: float, walk: Walk = Walk()) -> Outcome:
     """On success, block i is a victim iff eligible with fewer than n older eligible blocks."""
     b, facts = _blocks(blocks)
     ev = evict_walk(b, walk)
@@ -184,7 +184,7 @@ def check_least_recent(blocks: int, timeout_s: float, walk: Walk = Walk()) -> Ou
         )
         claims.append(ev.victim[i] == z3.And(_eligible(b, i), older < b.want))
     claim = z3.Implies(ev.success, z3.And(*claims))
-    return z3_valid(claim, timeout_s, lambda m: _render_eviction(m, b, ev, "least_recent"), facts)
+    return z3_valid(claim, backstop_s, lambda m: _render_eviction(m, b, ev, "least_recent"), facts)
 
 
 # ------------------------------------------------------------------ list order
@@ -272,7 +272,7 @@ def list_step(op: str, pre: ListTerms, post: ListTerms, k: Any, ops: ListOps) ->
     return facts
 
 
-def check_list_order(op: str, blocks: int, timeout_s: float, ops: ListOps = ListOps()) -> Outcome:
+def check_list_order(op: str, blocks: int, backstop_s: float, ops: ListOps = ListOps()) -> Outcome:
     """`op` ("mark_evictable" | "remove" | "touch") keeps the list in recency order."""
     pre, post = list_terms("pre", blocks), list_terms("post", blocks)
     k = z3.Int("position")
@@ -285,7 +285,7 @@ def check_list_order(op: str, blocks: int, timeout_s: float, ops: ListOps = List
         )
 
     return z3_valid(
-        post.ordered(), timeout_s, describe, [pre.ordered(), *list_step(op, pre, post, k, ops)]
+        post.ordered(), backstop_s, describe, [pre.ordered(), *list_step(op, pre, post, k, ops)]
     )
 
 

@@ -236,7 +236,7 @@ def _fresh_blocks(s: QState, m: int, tag: str) -> tuple[list[Any], list[Any]]:
     return bs, pre
 
 
-def check_wf(op: str, k: int, broken: bool, timeout_s: float) -> Outcome:
+def check_wf(op: str, k: int, broken: bool, backstop_s: float) -> Outcome:
     """The operation keeps the queue well formed and yields the intended order.
 
     One solver query per pre-state length c (and bulk size m), each assuming a
@@ -302,14 +302,14 @@ def check_wf(op: str, k: int, broken: bool, timeout_s: float) -> Outcome:
                 )
         for pre, claim, post in cases:
             found = z3_valid(
-                claim, timeout_s, _describe(s, post), assumptions=[well_formed(s, c), *pre]
+                claim, backstop_s, _describe(s, post), assumptions=[well_formed(s, c), *pre]
             )
             if found.status is not Status.PROVED:
                 return found
     return Outcome(Status.PROVED)
 
 
-def check_iter(k: int, broken: bool, timeout_s: float) -> Outcome:
+def check_iter(k: int, broken: bool, backstop_s: float) -> Outcome:
     """The walk from a linked cursor (or the head) yields exactly the suffix after it."""
     s = fresh(k, "pre")
     w = walk(s, z3.IntVal(s.head), k + 1)
@@ -331,10 +331,10 @@ def check_iter(k: int, broken: bool, timeout_s: float) -> Outcome:
             claims.append(
                 z3.Implies(z3.And(s.count == c, at_cursor), z3.And(yielded, ys[c - p] == s.tail))
             )
-    return z3_valid(z3.And(*claims), timeout_s, _describe(s), assumptions=[well_formed(s)])
+    return z3_valid(z3.And(*claims), backstop_s, _describe(s), assumptions=[well_formed(s)])
 
 
-def check_generation(k: int, broken: bool, timeout_s: float) -> Outcome:
+def check_generation(k: int, broken: bool, backstop_s: float) -> Outcome:
     """Unlink then relink of b gives it a stamp that differs from any earlier cursor's."""
     gen = z3.Array("gen", z3.IntSort(), z3.IntSort())
     counter = z3.Int("next_generation")
@@ -356,15 +356,15 @@ def check_generation(k: int, broken: bool, timeout_s: float) -> Outcome:
             f"{ev(z3.Select(gen2, b), model_completion=True)}"
         )
 
-    return z3_valid(claim, timeout_s, describe, assumptions=pre)
+    return z3_valid(claim, backstop_s, describe, assumptions=pre)
 
 
-def check_nonvacuity(k: int, overfull: bool, timeout_s: float) -> Outcome:
+def check_nonvacuity(k: int, overfull: bool, backstop_s: float) -> Outcome:
     """Each count 0..K has a well-formed queue (overfull: K + 1, which has none)."""
     counts = [k + 1] if overfull else list(range(k + 1))
     for c in counts:
         s = fresh(k, f"c{c}")
-        out = z3_sat([well_formed(s), s.count == c], timeout_s, f"a queue of {c} blocks")
+        out = z3_sat([well_formed(s), s.count == c], backstop_s, f"a queue of {c} blocks")
         if out.status is not Status.PROVED:
             return out
     return Outcome(Status.PROVED)
@@ -382,7 +382,7 @@ def _ref_guard(guard: RefGuard, ref: Any) -> Any:
     return z3.BoolVal(True)
 
 
-def check_table(t: Transition, k: int, hook: Hook, timeout_s: float) -> Outcome:
+def check_table(t: Transition, k: int, hook: Hook, backstop_s: float) -> Outcome:
     """Row `t` with queue hook `hook` keeps well-formedness and linked ⇔ ref == 0."""
     s = fresh(k, "pre")
     ref = z3.Array("ref", z3.IntSort(), z3.IntSort())
@@ -427,4 +427,4 @@ def check_table(t: Transition, k: int, hook: Hook, timeout_s: float) -> Outcome:
     else:
         post = s
         claim = inv(s, ref2)
-    return z3_valid(claim, timeout_s, _describe(s, post), assumptions=pre)
+    return z3_valid(claim, backstop_s, _describe(s, post), assumptions=pre)

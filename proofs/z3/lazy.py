@@ -243,12 +243,12 @@ def pool_ops_keep_scan_complete(
 ) -> Callable[[float], Outcome]:
     """The bounded check for N blocks and up to K pool operations between two steps."""
 
-    def run(timeout_s: float) -> Outcome:
+    def run(backstop_s: float) -> Outcome:
         z3 = _z3()
         out = proved()
         for steps in range(1, k + 1):
             states, ops, targets, cursor, gen0, facts = _system(z3, n, steps)
-            alive = z3_sat(facts, timeout_s, f"the {steps}-operation unrolling")
+            alive = z3_sat(facts, backstop_s, f"the {steps}-operation unrolling")
             if alive.status is not Status.PROVED:
                 return alive
             claim = _claim(z3, states[-1], n, cursor, gen0, validation)
@@ -262,7 +262,7 @@ def pool_ops_keep_scan_complete(
             ) -> str:
                 return _describe(m, states, ops, targets, cursor, n)
 
-            out = z3_valid(claim, timeout_s, describe, facts)
+            out = z3_valid(claim, backstop_s, describe, facts)
             if out.status is not Status.PROVED:
                 return out
         return out

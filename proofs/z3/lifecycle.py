@@ -61,7 +61,7 @@ from evictable.proofs.z3.encode import (
     transition_term,
     violated,
 )
-from evictable.proofs.z3.solver import z3_valid
+from evictable.proofs.z3.solver import check, solver, z3_valid
 
 __all__ = [
     "GHOSTS",
@@ -104,11 +104,10 @@ def _violation_text(
     )
 
 
-def _sat(formulas: list[Any], timeout_s: float) -> str:
-    s = z3.Solver()
-    s.set("timeout", max(1, int(timeout_s * 1000)))
+def _sat(formulas: list[Any], backstop_s: float) -> str:
+    s = solver(backstop_s)
     s.add(*formulas)
-    return str(s.check())
+    return str(check(s))
 
 
 def _first_failure(outcomes: list[Outcome]) -> Outcome:
@@ -121,7 +120,7 @@ def _first_failure(outcomes: list[Outcome]) -> Outcome:
 # ------------------------------------------------------------------ initiation
 
 
-def check_initiation(machine: Machine, timeout_s: float) -> Outcome:
+def check_initiation(machine: Machine, backstop_s: float) -> Outcome:
     """Every initial block (state initial, ref its minimum, in_list its flag) satisfies Inv."""
     ss = state_sort(machine)
     b = block_consts(ss, "b")
@@ -137,14 +136,14 @@ def check_initiation(machine: Machine, timeout_s: float) -> Outcome:
         broken = violated(model, machine, ss, b)
         return f"initial block {render_block(model, machine, ss, b)}; violated: {', '.join(broken)}"
 
-    return z3_valid(inv_term(machine, ss, b), timeout_s, describe, [z3.Or(*starts)])
+    return z3_valid(inv_term(machine, ss, b), backstop_s, describe, [z3.Or(*starts)])
 
 
 # ------------------------------------------------------------------ consecution
 
 
 def check_consecution(
-    machine: Machine, index: int, timeout_s: float, hook: HookFn | None = None
+    machine: Machine, index: int, backstop_s: float, hook: HookFn | None = None
 ) -> Outcome:
     """Row `index` preserves ∀b. Inv(b) when one block b0 takes it and the rest stay."""
     t = machine.transitions[index]
@@ -166,10 +165,10 @@ def check_consecution(
             model, machine, ss, pre.at(b1), post.at(b1), f"transition {transition_label(t)}", who
         )
 
-    return z3_valid(inv_term(machine, ss, post.at(b1)), timeout_s, describe, assumptions)
+    return z3_valid(inv_term(machine, ss, post.at(b1)), backstop_s, describe, assumptions)
 
 
-def check_stutter(machine: Machine, kind: str, timeout_s: float) -> Outcome:
+def check_stutter(machine: Machine, kind: str, backstop_s: float) -> Outcome:
     """Ignored (kind "ignored") or rejected ("rejected") pairs leave Inv intact."""
     ss = state_sort(machine)
     pairs = (
@@ -188,7 +187,7 @@ def check_stutter(machine: Machine, kind: str, timeout_s: float) -> Outcome:
         outcomes.append(
             z3_valid(
                 inv_term(machine, ss, post),
-                timeout_s,
+                backstop_s,
                 describe,
                 [inv_term(machine, ss, pre), stutter_term(machine, state, pre, post)],
             )
@@ -199,13 +198,13 @@ def check_stutter(machine: Machine, kind: str, timeout_s: float) -> Outcome:
 # ------------------------------------------------------------------ non-vacuity
 
 
-def check_nonvacuity(machine: Machine, timeout_s: float) -> Outcome:
+def check_nonvacuity(machine: Machine, backstop_s: float) -> Outcome:
     """Each row's Inv ∧ T is satisfiable, and each no-change pair's Inv ∧ state is."""
     ss = state_sort(machine)
     pre, post = block_consts(ss, "pre"), block_consts(ss, "post")
     inv = inv_term(machine, ss, pre)
     for t in machine.transitions:
-        r = _sat([inv, transition_term(machine, t, pre, post)], timeout_s)
+        r = _sat([inv, transition_term(machine, t, pre, post)], backstop_s)
         if r != "sat":
             return _vacuous(
                 r,
@@ -214,7 +213,7 @@ def check_nonvacuity(machine: Machine, timeout_s: float) -> Outcome:
             )
     pairs = list(machine.ignored) + [(r.state, r.event) for r in machine.rejections]
     for state, event in pairs:
-        r = _sat([inv, pre.state == ss.consts[state]], timeout_s)
+        r = _sat([inv, pre.state == ss.consts[state]], backstop_s)
         if r != "sat":
             return _vacuous(r, f"{event.value} on {state.name}: Inv ∧ state is {r}")
     return proved()
@@ -230,7 +229,7 @@ def _vacuous(result: str, text: str) -> Outcome:
 
 
 def check_hooks(
-    machine: Machine, index: int, timeout_s: float, hook: HookFn | None = None
+    machine: Machine, index: int, backstop_s: float, hook: HookFn | None = None
 ) -> Outcome:
     """Row `index`'s hook is called exactly when idleness flips, and it is the right one.
 
@@ -272,7 +271,7 @@ def check_hooks(
             f"{render_block(model, machine, ss, post)}; violated: {', '.join(failed)}"
         )
 
-    return z3_valid(z3.And(*claims.values()), timeout_s, describe, assumptions)
+    return z3_valid(z3.And(*claims.values()), backstop_s, describe, assumptions)
 
 
 # ------------------------------------------------------------------ ghost ref counting
@@ -317,7 +316,7 @@ def _ghost_inv(ss: StateSort, g: GhostCounter, b: BlockTerms, ghost: Any) -> Any
     return z3.If(counted, b.ref == ghost, ghost == 0)
 
 
-def check_ref_counts(machine: Machine, timeout_s: float) -> Outcome:
+def check_ref_counts(machine: Machine, backstop_s: float) -> Outcome:
     """Initially and after every row, the ref count equals the ghost counter."""
     g = GHOSTS[machine.name]
     ss = state_sort(machine)
@@ -333,7 +332,7 @@ def check_ref_counts(machine: Machine, timeout_s: float) -> Outcome:
         def describe_init(model: Any, s: State = s) -> str:
             return f"initial {s.name}: {g.name}=0 but ref={model.eval(pre.ref)}"
 
-        outcomes.append(z3_valid(_ghost_inv(ss, g, pre, gpre), timeout_s, describe_init, init))
+        outcomes.append(z3_valid(_ghost_inv(ss, g, pre, gpre), backstop_s, describe_init, init))
     for t in machine.transitions:
         assumptions = [
             inv_term(machine, ss, pre),
@@ -352,7 +351,7 @@ def check_ref_counts(machine: Machine, timeout_s: float) -> Outcome:
                 f"{g.name}"
             )
 
-        outcomes.append(z3_valid(_ghost_inv(ss, g, post, gpost), timeout_s, describe, assumptions))
+        outcomes.append(z3_valid(_ghost_inv(ss, g, post, gpost), backstop_s, describe, assumptions))
         if outcomes[-1].status is not Status.PROVED:
             break
     return _first_failure(outcomes)

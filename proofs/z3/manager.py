@@ -40,7 +40,6 @@ from evictable.proofs.base.records import (
     Status,
     proved,
     refuted,
-    remaining,
 )
 from evictable.proofs.z3.manager_ops import (
     MANAGER,
@@ -60,7 +59,7 @@ from evictable.proofs.z3.manager_state import (
     initial_facts,
     invariant,
 )
-from evictable.proofs.z3.solver import z3_valid
+from evictable.proofs.z3.solver import check, solver, unknown, z3_valid
 
 __all__ = [
     "BATCH",
@@ -145,30 +144,22 @@ def render_step(model: Any, world: World, step: Step) -> str:
 # ------------------------------------------------------------------ checks
 
 
-def _failed_claims(claims: dict[str, Term], assumptions: list[Term], timeout_s: float) -> Outcome:
+def _failed_claims(claims: dict[str, Term], assumptions: list[Term], backstop_s: float) -> Outcome:
     """All claims at once (quantified: the unbounded world); a failure is re-checked
     claim by claim to name the ones that fail."""
-    whole = z3_valid(z3.And(*claims.values()), timeout_s, lambda _m: "", assumptions)
+    whole = z3_valid(z3.And(*claims.values()), backstop_s, lambda _m: "", assumptions)
     if whole.status is not Status.COUNTEREXAMPLE:
         return whole
     failed = [
         name
         for name, claim in claims.items()
-        if z3_valid(claim, timeout_s, lambda _m: "", assumptions).status is Status.COUNTEREXAMPLE
+        if z3_valid(claim, backstop_s, lambda _m: "", assumptions).status is Status.COUNTEREXAMPLE
     ]
     return refuted(f"(unbounded world); violated: {', '.join(failed) or '(together)'}")
 
 
 Query = tuple[dict[str, Term], list[Term], Callable[[Any], str]]
 """A claim set, its assumptions, and how to render a counterexample model."""
-
-SEARCH_S = 3.0
-"""The longest one counterexample search in a finite world may take."""
-
-PROOF_S = 5.0
-"""How long the unbounded proof is tried before a wider counterexample search (proofs
-take about a second at the default batch bound); then it is tried again with the
-rest of the budget."""
 
 
 def counterexample_world(batch: int) -> BoundedWorld:
@@ -177,15 +168,17 @@ def counterexample_world(batch: int) -> BoundedWorld:
     return BoundedWorld(keys=batch + 2, slots=2)
 
 
-def _search(query: Query, timeout_s: float) -> Outcome | None:
+def _search(query: Query, backstop_s: float) -> Outcome | None:
     """A counterexample in a finite world (every claim quantifier-free there, so the
-    failing ones are read off the model), or None when there is none (or no time)."""
+    failing ones are read off the model), None when there is none, or `unknown`."""
     claims, assumptions, describe = query
-    s = z3.Solver()
-    s.set("timeout", int(min(SEARCH_S, remaining(timeout_s)) * 1000))
+    s = solver(backstop_s)
     s.add(*assumptions)
     s.add(z3.Not(z3.And(*claims.values())))
-    if s.check() != z3.sat:
+    r = check(s)
+    if r == z3.unknown:
+        return unknown(s, "the finite-world search")
+    if r != z3.sat:
         return None
     model = s.model()
     failed = [n for n, c in claims.items() if z3.is_false(model.eval(c, model_completion=True))]
@@ -196,27 +189,22 @@ Make = Callable[[World, int], Query]
 """Builds a check's query in a world, for calls of up to the given number of keys."""
 
 
-def decide(make: Make, batch: int, timeout_s: float) -> Outcome:
-    """Search a small finite world for a counterexample (calls of one key: quantifier-
-    free, so Z3 answers fast); if there is none, prove the claim in the unbounded
-    world; if that does not succeed within `PROOF_S`, search a finite world with calls
-    of two keys, and failing that give the proof the rest of the budget.
+def decide(make: Make, batch: int, backstop_s: float) -> Outcome:
+    """One strategy, bounded by work alone: search small finite worlds for a
+    counterexample (calls of one key, then of two when `batch` allows: quantifier-free,
+    so Z3 answers fast and the model names the failing claims); if there is none,
+    prove the claim in the unbounded world. Each query runs under the rlimit.
 
     A counterexample in a finite world is one in the unbounded world too: its keys
     and slots are some of the unboundedly many, the others absent and fresh. (A finite
     world's own clauses -- counts, capacity -- are assumed there, not claimed.)
     """
-    found = _search(make(counterexample_world(1), 1), timeout_s)
-    if found is not None:
-        return found
+    for keys in range(1, min(batch, 2) + 1):
+        found = _search(make(counterexample_world(keys), keys), backstop_s)
+        if found is not None:
+            return found
     claims, assumptions, _ = make(UNBOUNDED, batch)
-    outcome = _failed_claims(claims, assumptions, min(PROOF_S, timeout_s))
-    if outcome.status is Status.PROVED or batch < 2:
-        return outcome
-    wider = _search(make(counterexample_world(2), 2), timeout_s)
-    if wider is not None:
-        return wider
-    return _failed_claims(claims, assumptions, timeout_s)
+    return _failed_claims(claims, assumptions, backstop_s)
 
 
 def _initiation_query(machine: Machine, world: World) -> Query:
@@ -231,9 +219,9 @@ def _initiation_query(machine: Machine, world: World) -> Query:
     return invariant(world, m, not world.bounded), initial_facts(world, m, machine), describe
 
 
-def check_initiation(machine: Machine, timeout_s: float) -> Outcome:
+def check_initiation(machine: Machine, backstop_s: float) -> Outcome:
     """A fresh manager (every key initial, every slot fresh, counters 0) satisfies Inv."""
-    return decide(lambda w, _b: _initiation_query(machine, w), 1, timeout_s)
+    return decide(lambda w, _b: _initiation_query(machine, w), 1, backstop_s)
 
 
 def consecution_query(
@@ -257,44 +245,42 @@ def consecution_query(
 
 
 def search_consecution(
-    machine: Machine, op: str, batch: int, timeout_s: float, variant: Variant = MANAGER
+    machine: Machine, op: str, batch: int, backstop_s: float, variant: Variant = MANAGER
 ) -> Outcome | None:
     """A counterexample to `op`'s consecution in the finite world for calls of `batch`
     keys, or None (no proof: only `check_consecution` proves)."""
     world = counterexample_world(batch)
-    return _search(consecution_query(machine, op, batch, variant, world), timeout_s)
+    return _search(consecution_query(machine, op, batch, variant, world), backstop_s)
 
 
 def check_consecution(
     machine: Machine,
     op: str,
     batch: int,
-    timeout_s: float,
+    backstop_s: float,
     variant: Variant = MANAGER,
 ) -> Outcome:
     """`op` keeps the invariant and its own claims, from any state satisfying it."""
     return decide(
         lambda w, b: consecution_query(machine, op, b, variant, w),
         batch,
-        timeout_s,
+        backstop_s,
     )
 
 
 class _Witnesses:
     """One solver per premise set; each branch is checked under it (push / pop)."""
 
-    def __init__(self, premises: list[Term], timeout_s: float) -> None:
-        self.solver = z3.Solver()
+    def __init__(self, premises: list[Term], backstop_s: float) -> None:
+        self.solver = solver(backstop_s)
         self.solver.add(*premises)
-        self.timeout_s = timeout_s
 
     def sat(self, branch: Term) -> Any:
         s = self.solver
-        s.set("timeout", int(remaining(self.timeout_s) * 1000))
         s.push()
         s.add(branch)
         try:
-            return s.check()
+            return check(s)
         finally:
             s.pop()
 
@@ -314,13 +300,13 @@ def _witness_steps(
 def check_nonvacuity(
     machine: Machine,
     batch: int,
-    timeout_s: float,
+    backstop_s: float,
     variant: Variant = MANAGER,
     world: World = WITNESS_WORLD,
 ) -> Outcome:
     """Every branch of every operation but its row firings (`check_rows`) has a witness."""
     for step, premises in _witness_steps(machine, batch, variant, world):
-        witnesses = _Witnesses(premises, timeout_s)
+        witnesses = _Witnesses(premises, backstop_s)
         for name, branch in step.branches.items():
             if name.startswith("fires "):
                 continue
@@ -338,7 +324,7 @@ def check_nonvacuity(
 def check_rows(
     machine: Machine,
     batch: int,
-    timeout_s: float,
+    backstop_s: float,
     variant: Variant = MANAGER,
     world: World = WITNESS_WORLD,
 ) -> Outcome:
@@ -346,7 +332,7 @@ def check_rows(
     witnessed: set[str] = set()
     undecided: list[str] = []
     for step, premises in _witness_steps(machine, batch, variant, world):
-        witnesses = _Witnesses(premises, timeout_s)
+        witnesses = _Witnesses(premises, backstop_s)
         for name, branch in step.branches.items():
             if not name.startswith("fires ") or name in witnessed:
                 continue

@@ -58,8 +58,8 @@ def bind(
     """A bounded obligation running `check(**good)`, with `check(**bad)` as its
     negative control."""
 
-    def run(kw: dict[str, Any], timeout_s: float) -> Outcome:
-        return check(timeout_s=timeout_s, **kw)
+    def run(kw: dict[str, Any], backstop_s: float) -> Outcome:
+        return check(backstop_s=backstop_s, **kw)
 
     return Obligation(
         name,
@@ -177,7 +177,7 @@ def reset_step(pre: SlotTerms, post: SlotTerms, alloc: Allocator) -> list[Any]:
 
 
 def check_slot_step(
-    step: str, slots: int, timeout_s: float, alloc: Allocator = Allocator()
+    step: str, slots: int, backstop_s: float, alloc: Allocator = Allocator()
 ) -> Outcome:
     """`step` ("alloc" | "free" | "reset") keeps the partition; alloc hands an unowned id."""
     pre, post = slot_terms("pre", slots), slot_terms("post", slots)
@@ -204,10 +204,12 @@ def check_slot_step(
             f"violated: {broken}"
         )
 
-    return z3_valid(z3.And(post.partition(), extra), timeout_s, describe, [pre.partition(), *facts])
+    return z3_valid(
+        z3.And(post.partition(), extra), backstop_s, describe, [pre.partition(), *facts]
+    )
 
 
-def check_lifo_reuse(slots: int, timeout_s: float, alloc: Allocator = Allocator()) -> Outcome:
+def check_lifo_reuse(slots: int, backstop_s: float, alloc: Allocator = Allocator()) -> Outcome:
     """With no fresh id left, freeing id s and then allocating hands out s again."""
     pre, mid, post = slot_terms("pre", slots), slot_terms("mid", slots), slot_terms("post", slots)
     freed = z3.Int("freed")
@@ -220,4 +222,4 @@ def check_lifo_reuse(slots: int, timeout_s: float, alloc: Allocator = Allocator(
             f"{model.eval(got, model_completion=True)}; violated: lifo_reuse"
         )
 
-    return z3_valid(got == freed, timeout_s, describe, facts + more)
+    return z3_valid(got == freed, backstop_s, describe, facts + more)

@@ -1,30 +1,144 @@
-"""Discharging a claim with Z3: validity by refuting the negation, and satisfiability.
+"""Discharging a claim with Z3, bounded by work: validity by refuting the negation,
+and satisfiability.
 
 A claim is *proved* when its negation is unsatisfiable; the model of a satisfiable
-negation is the counterexample, rendered by the caller; a Z3 `unknown` (a timeout,
-say) is reported as `unknown`, which counts as a failure. Each solver call's
-timeout is clipped to the running obligation's deadline (`obligations.deadline`).
+negation is the counterexample, rendered by the caller. Every query is bounded by a
+**resource limit** (`rlimit`), Z3's deterministic count of its own work: the same
+query gives the same answer on a busy machine and on an idle one. A query that
+reaches it is `unknown` ("rlimit N reached"), which counts as a failure. The wall
+clock is only a hang backstop (the running obligation's, `base.records.remaining`):
+a query stopped by it is `unknown` too, and says so.
+
+`RLIMIT` is the default limit per query, calibrated from the work the suite's
+queries do (`python -m tools.rlimits` measures every query of `evictable verify`);
+`rlimit_scope(n)` sets another for the queries made inside it. `work()` collects what
+the queries of a block used, for the records' figures.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
+
+import z3
 
 from evictable.proofs.base.records import Outcome, Status, proved, refuted, remaining
 
-__all__ = ["z3_sat", "z3_valid"]
+__all__ = [
+    "RLIMIT",
+    "Work",
+    "check",
+    "rlimit",
+    "rlimit_scope",
+    "solver",
+    "unknown",
+    "work",
+    "z3_sat",
+    "z3_valid",
+]
+
+RLIMIT = 1_000_000_000
+"""The default resource limit of one query: about 15 times the most any query of
+`evictable verify --thorough` uses (68M units, `bmc.manager` at depth 6), 58 times
+the most at the default level (docs/proofs.md, "Work bounds")."""
+
+_RLIMIT: ContextVar[int] = ContextVar("evictable_z3_rlimit", default=RLIMIT)
 
 
-def _z3() -> Any:
-    import z3  # imported lazily: only proofs/ depends on z3
+@dataclass
+class Work:
+    """What the queries of a block did: how many, the rlimit units they used in all
+    and at most in one, and the limit they ran under."""
 
-    return z3
+    queries: int = 0
+    used: int = 0
+    peak: int = 0
+    limit: int = RLIMIT
+
+    def line(self) -> str:
+        return (
+            f"z3: {self.queries} quer{'y' if self.queries == 1 else 'ies'}, "
+            f"rlimit used {self.used:,} (at most {self.peak:,} of {self.limit:,} per query)"
+        )
+
+
+_WORK: ContextVar[Work | None] = ContextVar("evictable_z3_work", default=None)
+
+
+def rlimit() -> int:
+    """The resource limit of the queries made now."""
+    return _RLIMIT.get()
+
+
+@contextmanager
+def rlimit_scope(limit: int) -> Iterator[None]:
+    """Queries made inside the block run under `limit` (a positive int)."""
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
+        raise ValueError(f"an rlimit is a positive int, got {limit!r}")
+    token = _RLIMIT.set(limit)
+    try:
+        yield
+    finally:
+        _RLIMIT.reset(token)
+
+
+@contextmanager
+def work() -> Iterator[Work]:
+    """Collect the work of the queries made inside the block (nested blocks each see
+    their own)."""
+    w = Work(limit=rlimit())
+    token = _WORK.set(w)
+    try:
+        yield w
+    finally:
+        _WORK.reset(token)
+
+
+def solver(backstop_s: float) -> Any:
+    """A fresh solver under the current rlimit, with the hang backstop as its timeout."""
+    s = z3.Solver()
+    s.set("rlimit", rlimit())
+    s.set("timeout", max(1, int(remaining(backstop_s) * 1000)))
+    return s
+
+
+def _count(s: Any) -> int:
+    stats = s.statistics()
+    keys = set(stats.keys())  # z3's Statistics has no `in`
+    return int(stats.get_key_value("rlimit count")) if "rlimit count" in keys else 0
+
+
+def check(s: Any, *assumptions: Any) -> Any:
+    """`s.check(*assumptions)`, its work recorded in the enclosing `work()` block."""
+    before = _count(s)
+    result = s.check(*assumptions)
+    used = max(0, _count(s) - before)
+    w = _WORK.get()
+    if w is not None:
+        w.queries += 1
+        w.used += used
+        w.peak = max(w.peak, used)
+    return result
+
+
+def unknown(s: Any, what: str = "z3") -> Outcome:
+    """The outcome of a query that returned `unknown`, saying which limit it met."""
+    reason = s.reason_unknown()
+    if "resource limit" in reason or "rlimit" in reason:
+        text = f"{what}: rlimit {rlimit():,} per query reached (a work bound, not time)"
+    elif "timeout" in reason or "canceled" in reason:
+        text = f"{what}: hang backstop reached (the wall clock, not a finding): {reason}"
+    else:
+        text = f"{what} returned unknown: {reason}"
+    return Outcome(Status.UNKNOWN, text)
 
 
 def z3_valid(
     claim: Any,
-    timeout_s: float,
+    backstop_s: float,
     describe: Callable[[Any], str],
     assumptions: Sequence[Any] = (),
 ) -> Outcome:
@@ -32,28 +146,24 @@ def z3_valid(
 
     `describe(model)` renders a counterexample model as readable text.
     """
-    z3 = _z3()
-    s = z3.Solver()
-    s.set("timeout", int(min(timeout_s, remaining(timeout_s)) * 1000))
+    s = solver(backstop_s)
     s.add(*assumptions)
     s.add(z3.Not(claim))
-    r = s.check()
+    r = check(s)
     if r == z3.unsat:
         return proved()
     if r == z3.sat:
         return refuted(describe(s.model()))
-    return Outcome(Status.UNKNOWN, f"z3 returned unknown: {s.reason_unknown()}")
+    return unknown(s)
 
 
-def z3_sat(formulas: Sequence[Any], timeout_s: float, what: str = "formula") -> Outcome:
+def z3_sat(formulas: Sequence[Any], backstop_s: float, what: str = "formula") -> Outcome:
     """Non-vacuity: `formulas` are jointly satisfiable (PROVED), else COUNTEREXAMPLE."""
-    z3 = _z3()
-    s = z3.Solver()
-    s.set("timeout", int(min(timeout_s, remaining(timeout_s)) * 1000))
+    s = solver(backstop_s)
     s.add(*formulas)
-    r = s.check()
+    r = check(s)
     if r == z3.sat:
         return proved()
     if r == z3.unsat:
         return refuted(f"{what} is unsatisfiable (vacuous)")
-    return Outcome(Status.UNKNOWN, f"z3 returned unknown: {s.reason_unknown()}")
+    return unknown(s)

@@ -60,7 +60,7 @@ def _conformance(policy: str, variant: str = "") -> Callable[[], str | None]:
             "plain": own_table.PlainPolicyManager,
         }[variant]
         rec = run_conformance(
-            factory, policy, 60, 30, seed=0, shrink_budget_s=0.5, require_copies=True
+            factory, policy, 60, 30, seed=0, shrink_replays=50, require_copies=True
         )
         return (
             None if rec.ok else f"{rec.status}: {rec.reason.splitlines()[0] if rec.reason else ''}"
@@ -74,7 +74,7 @@ def _long_run(policy: str) -> Callable[[], str | None]:
         from evictable.impl.manager import CPUOffloadingManager
         from evictable.proofs.lockstep.long_run import long_run
 
-        out = long_run(CPUOffloadingManager, policy, 2000, 0, 5, 4, shrink_budget_s=0.1)
+        out = long_run(CPUOffloadingManager, policy, 2000, 0, 5, 4, shrink_replays=10)
         return None if out.ok else out.text().splitlines()[1]
 
     return run

@@ -69,7 +69,7 @@ def test_outside_the_main_thread_the_guard_is_a_no_op() -> None:
 def test_the_conformance_engine_reports_a_hanging_evict() -> None:
     bug = by_name("eviction_wraps_around")
     with guard_session(0.3):
-        record = run_conformance(bug.factory, "lru", 200, 50, seed=0, shrink_budget_s=3)
+        record = run_conformance(bug.factory, "lru", 200, 50, seed=0, shrink_replays=300)
     assert record.status == "failed"
     assert "did not return within" in record.reason
     assert "did not return within" in record.trace.splitlines()[-1]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from evictable import __version__
-from evictable.proofs.base.records import Kind, Obligation, Outcome, proved, refuted
+from evictable.proofs.base.records import Kind, Obligation, Outcome, check_deadline, proved, refuted
 from evictable.proofs.cli import main as cli
 from evictable.proofs.obligations import registry
 
@@ -120,16 +120,18 @@ def test_verbose_prints_one_line_per_record(
     assert any(line.startswith("refuted") and "v.one~neg" in line for line in lines)
 
 
-def test_a_check_past_its_wall_clock_bound_is_unknown(
+def test_a_check_stopped_by_the_hang_backstop_is_unknown(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def slow(_timeout_s: float) -> Outcome:
-        time.sleep(0.3)
-        return proved()
+    def hangs(_backstop_s: float) -> Outcome:
+        while True:  # an engine that never finishes, but honours the backstop
+            time.sleep(0.02)
+            check_deadline("spinning")
 
-    _fake_group(monkeypatch, "fake_slow", [_ob("s.slow", slow)])
-    assert cli.main(["verify", "--timeout", "0.1"]) == 1
-    assert "unknown" in capsys.readouterr().out
+    _fake_group(monkeypatch, "fake_slow", [_ob("s.slow", hangs)])
+    assert cli.main(["verify", "--backstop", "0.1", "-j", "0"]) == 1
+    out = capsys.readouterr().out
+    assert "unknown" in out and "hang backstop" in out
 
 
 def test_verify_fails_and_prints_the_counterexample(

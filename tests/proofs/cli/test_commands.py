@@ -135,7 +135,7 @@ def test_check_accepts_the_reference_implementation(
         (":make", "expected MODULE:FACTORY"),
         ("tests.nonatomic manager:make", "expected MODULE:FACTORY"),
         ("a:b:c", "expected MODULE:FACTORY"),
-        ("no_such_module_xyz:make", "cannot import 'no_such_module_xyz'"),
+        ("no_such_module_xyz:make", "importing 'no_such_module_xyz' raised ModuleNotFoundError"),
         ("evictable.proofs.controls.manager:missing", "has no attribute 'missing'"),
         ("tests.proofs.cli.test_commands:NOT_CALLABLE", "not callable"),
         ("tests.proofs.cli.test_commands:raising_factory", "raised RuntimeError: no manager today"),

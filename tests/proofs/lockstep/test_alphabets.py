@@ -120,7 +120,7 @@ def test_the_long_run_reaches_the_compaction_of_arc_heaps(monkeypatch: object) -
 def test_the_long_run_catches_a_compaction_that_drops_live_entries() -> None:
     bug = by_name("compaction_keeps_garbage")
     steps, keys, blocks = profile("arc").long_run or (5000, 5, 4)
-    out = long_run(bug.factory, "arc", steps, 0, keys, blocks, shrink_budget_s=1.0)
+    out = long_run(bug.factory, "arc", steps, 0, keys, blocks, shrink_replays=100)
     assert not out.ok and "seed 0" in out.text()
 
 

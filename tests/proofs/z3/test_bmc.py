@@ -10,13 +10,13 @@ from evictable.proofs.base.records import Kind, Status
 from evictable.proofs.controls import SEEDED_BUGS
 from evictable.proofs.obligations import z3_bmc
 from evictable.proofs.z3 import bmc
-from tests.obligation_checks import TIMEOUT_S
+from tests.obligation_checks import BACKSTOP_S
 
 SMALL = bmc.Bmc(slots=1, keys=2, batch=2, depth=3)
 
 
 def test_every_call_sequence_of_the_manager_keeps_every_claim() -> None:
-    outcome = bmc.bmc(SMALL, TIMEOUT_S)
+    outcome = bmc.bmc(SMALL, BACKSTOP_S)
     assert outcome.status is Status.PROVED
     assert outcome.detail.startswith("depth 3 reached")
 
@@ -44,7 +44,7 @@ TRACES = {
 @pytest.mark.parametrize("bug", sorted(TRACES))
 def test_a_seeded_bug_appears_as_a_shortest_trace(bug: str) -> None:
     variant = z3_bmc.SEEDED_VARIANTS(CPU_MACHINE)[bug]
-    outcome = bmc.bmc(z3_bmc.CONTROL, TIMEOUT_S, variant=variant)
+    outcome = bmc.bmc(z3_bmc.CONTROL, BACKSTOP_S, variant=variant)
     assert outcome.status is Status.COUNTEREXAMPLE
     length, call, claim = TRACES[bug]
     text = outcome.counterexample

@@ -12,7 +12,7 @@ from evictable.proofs.obligations import z3_counters
 from evictable.proofs.z3 import counters
 from evictable.proofs.z3.counter_rules import COUNTER_RULES, CallCounts, counters_after
 from evictable.proofs.z3.manager_ops import OPS, Variant
-from tests.obligation_checks import TIMEOUT_S, assert_proved, refuted_control
+from tests.obligation_checks import BACKSTOP_S, assert_proved, refuted_control
 
 OBLIGATIONS = {ob.name: ob for ob in z3_counters.obligations("quick")}
 
@@ -34,7 +34,7 @@ def test_negative_control_names_the_counter_that_drifts(name: str) -> None:
 
 def test_forgotten_eviction_decrement_is_the_seeded_counter_drift() -> None:
     variant = Variant(counters=forgetting("prepare_store", "victims"))
-    outcome = counters.check_counters(CPU_MACHINE, "prepare_store", 2, TIMEOUT_S, variant)
+    outcome = counters.check_counters(CPU_MACHINE, "prepare_store", 2, BACKSTOP_S, variant)
     assert outcome.status is Status.COUNTEREXAMPLE
     text = outcome.counterexample
     assert "READY(ref 0, listed, slot" in text and "-> ABSENT" in text  # a victim

@@ -11,7 +11,7 @@ from evictable.proofs.controls import tables
 from evictable.proofs.obligations import z3_enabledness
 from evictable.proofs.z3 import enabledness
 from evictable.proofs.z3.enabledness import SPEC, Class
-from tests.obligation_checks import TIMEOUT_S, assert_proved, refuted_control
+from tests.obligation_checks import BACKSTOP_S, assert_proved, refuted_control
 
 OBLIGATIONS = {ob.name: ob for ob in z3_enabledness.obligations("quick")}
 
@@ -42,7 +42,7 @@ def test_negative_control_is_refuted(name: str) -> None:
 
 def test_a_rejection_turned_into_a_noop_fails_in_z3() -> None:
     broken = tables.rejection_to_noop(CPU_MACHINE, CpuEvent.LOAD_END, CpuState.READY)
-    outcome = enabledness.check_event(broken, CpuEvent.LOAD_END, TIMEOUT_S)
+    outcome = enabledness.check_event(broken, CpuEvent.LOAD_END, BACKSTOP_S)
     assert outcome.status is Status.COUNTEREXAMPLE
     assert outcome.counterexample.startswith("load_end on READY (ref 0): the spec says it rejects")
     assert "the table ignores it" in outcome.counterexample
@@ -60,7 +60,7 @@ def test_a_rejection_with_the_wrong_error_fails_in_z3() -> None:
         for r in CPU_MACHINE.rejections
     )
     broken = dataclasses.replace(CPU_MACHINE, rejections=rows)
-    outcome = enabledness.check_event(broken, CpuEvent.LOAD_BEGIN, TIMEOUT_S)
+    outcome = enabledness.check_event(broken, CpuEvent.LOAD_BEGIN, BACKSTOP_S)
     assert outcome.status is Status.COUNTEREXAMPLE
     assert "BlockNotReadyError" in outcome.counterexample
     assert "the table rejects with BlockNotFoundError" in outcome.counterexample
@@ -68,6 +68,6 @@ def test_a_rejection_with_the_wrong_error_fails_in_z3() -> None:
 
 def test_a_load_end_guard_gap_is_found_at_its_ref() -> None:
     broken = tables.row_to_noop(CPU_MACHINE, CpuEvent.LOAD_END, CpuState.LOADING, CpuState.LOADING)
-    outcome = enabledness.check_event(broken, CpuEvent.LOAD_END, TIMEOUT_S)
+    outcome = enabledness.check_event(broken, CpuEvent.LOAD_END, BACKSTOP_S)
     assert outcome.status is Status.COUNTEREXAMPLE
     assert "load_end on LOADING (ref " in outcome.counterexample

@@ -22,7 +22,7 @@ from evictable.proofs.controls import tables
 from evictable.proofs.obligations import z3_lifecycle
 from evictable.proofs.obligations.registry import collect
 from evictable.proofs.z3 import lifecycle as lc
-from tests.obligation_checks import TIMEOUT_S, assert_proved, refuted_control
+from tests.obligation_checks import BACKSTOP_S, assert_proved, refuted_control
 
 OBLIGATIONS = {ob.name: ob for ob in z3_lifecycle.obligations("quick")}
 
@@ -52,7 +52,7 @@ def test_negative_control_gives_a_counterexample(name: str) -> None:
 def test_consecution_counterexample_names_transition_block_and_invariant() -> None:
     i = lc.row_index(CPU_MACHINE, CpuEvent.LOAD_END, CpuState.LOADING, CpuState.READY)
     broken = tables.replace_row(CPU_MACHINE, i, update=RefUpdate("keep"))
-    outcome = lc.check_consecution(broken, i, TIMEOUT_S)
+    outcome = lc.check_consecution(broken, i, BACKSTOP_S)
     assert outcome.status is Status.COUNTEREXAMPLE
     text = outcome.counterexample
     assert text.startswith("transition load_end LOADING->READY: block b0 pre {state=LOADING, ref=1")
@@ -62,7 +62,7 @@ def test_consecution_counterexample_names_transition_block_and_invariant() -> No
 
 def _run_lifecycle_group() -> list[Result]:
     return run_all(
-        collect("quick", ("evictable.proofs.obligations.z3_lifecycle",)), timeout_s=TIMEOUT_S
+        collect("quick", ("evictable.proofs.obligations.z3_lifecycle",)), backstop_s=BACKSTOP_S
     )
 
 

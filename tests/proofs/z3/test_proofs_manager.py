@@ -14,7 +14,7 @@ from evictable.proofs.obligations import z3_manager
 from evictable.proofs.z3 import manager
 from evictable.proofs.z3.manager_ops import OPS, Variant
 from evictable.proofs.z3.manager_state import UNBOUNDED, invariant
-from tests.obligation_checks import TIMEOUT_S, assert_proved, refuted_control
+from tests.obligation_checks import BACKSTOP_S, assert_proved, refuted_control
 
 OBLIGATIONS = {ob.name: ob for ob in z3_manager.obligations("quick")}
 
@@ -62,7 +62,7 @@ def test_negative_control_is_refuted_for_its_own_reason(name: str) -> None:
 
 def test_a_counterexample_shows_the_keys_before_and_after() -> None:
     variant, _ = encodings.consecution_controls(CPU_MACHINE)["complete_load"]
-    outcome = manager.check_consecution(CPU_MACHINE, "complete_load", 2, TIMEOUT_S, variant)
+    outcome = manager.check_consecution(CPU_MACHINE, "complete_load", 2, BACKSTOP_S, variant)
     assert outcome.status is Status.COUNTEREXAMPLE
     text = outcome.counterexample
     assert text.startswith("complete_load (accepted): k")
@@ -72,7 +72,7 @@ def test_a_counterexample_shows_the_keys_before_and_after() -> None:
 
 def test_non_atomic_prepare_load_breaks_rejected_changes_nothing() -> None:
     outcome = manager.search_consecution(
-        CPU_MACHINE, "prepare_load", 2, TIMEOUT_S, Variant(atomic=False)
+        CPU_MACHINE, "prepare_load", 2, BACKSTOP_S, Variant(atomic=False)
     )
     assert outcome is not None and outcome.status is Status.COUNTEREXAMPLE
     assert "prepare_load (rejected)" in outcome.counterexample
@@ -81,7 +81,7 @@ def test_non_atomic_prepare_load_breaks_rejected_changes_nothing() -> None:
 
 def test_an_eviction_ignoring_protection_evicts_an_input_key() -> None:
     outcome = manager.search_consecution(
-        CPU_MACHINE, "prepare_store", 2, TIMEOUT_S, Variant(protects_input=False)
+        CPU_MACHINE, "prepare_store", 2, BACKSTOP_S, Variant(protects_input=False)
     )
     assert outcome is not None and outcome.status is Status.COUNTEREXAMPLE
     assert "input_keys_not_evicted" in outcome.counterexample
@@ -101,6 +101,6 @@ def test_a_table_refusing_to_evict_ready_keys_is_caught_at_prepare_store() -> No
             Rejection(CpuEvent.EVICT, CpuState.READY, BlockNotReadyError, "never"),
         ),
     )
-    outcome = manager.check_consecution(refusing, "prepare_store", 2, TIMEOUT_S)
+    outcome = manager.check_consecution(refusing, "prepare_store", 2, BACKSTOP_S)
     assert outcome.status is Status.COUNTEREXAMPLE
     assert "victims_accepted_by_the_table" in outcome.counterexample

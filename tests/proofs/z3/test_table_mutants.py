@@ -17,7 +17,7 @@ from evictable.proofs.obligations.registry import collect
 from evictable.proofs.z3 import counters, enabledness, manager  # noqa: F401 (imported first)
 from evictable.proofs.z3 import lifecycle as lc  # noqa: F401
 from evictable.proofs.z3.encode import HookFn
-from tests.obligation_checks import TIMEOUT_S
+from tests.obligation_checks import BACKSTOP_S
 
 Z3_GROUPS = (
     "evictable.proofs.obligations.z3_lifecycle",
@@ -66,7 +66,7 @@ def _relevant(expected: set[str]) -> Iterator[Obligation]:
 
 
 def _failing_claims(expected: set[str]) -> set[str]:
-    results = run_all(list(_relevant(expected)), timeout_s=TIMEOUT_S)
+    results = run_all(list(_relevant(expected)), backstop_s=BACKSTOP_S)
     return {r.name for r in results if not r.ok and r.control_of is None}
 
 

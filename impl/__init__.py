@@ -8,7 +8,8 @@
   anything);
 * `CachePolicy` and the built-in `LRUCachePolicy` (the evictable-list LRU) and
   `ARCCachePolicy` (ARC whose eviction never scans pinned blocks); `create_policy`,
-  `register_policy`, `known_policies` (policies by name);
+  `register_policy`, `known_policies`, `policy_scope`, `PolicyRegistry` (policies by
+  name);
 * `FreeKVCacheBlockQueue`, `KVCacheBlock`, `Cursor` -- the strict intrusive free queue;
 * `BlockPool` -- the GPU block pool with its null block and prefix cache;
 * `LazyOffloadScanner` -- the lazy offload scan with a validated cursor.
@@ -29,7 +30,13 @@ if TYPE_CHECKING:
     from evictable.impl.manager import CPUOffloadingManager
     from evictable.impl.policies.arc import ARCCachePolicy
     from evictable.impl.policies.base import CachePolicy
-    from evictable.impl.policies.factory import create_policy, known_policies, register_policy
+    from evictable.impl.policies.factory import (
+        PolicyRegistry,
+        create_policy,
+        known_policies,
+        policy_scope,
+        register_policy,
+    )
     from evictable.impl.policies.lru import LRUCachePolicy
 
 _HOME: dict[str, str] = {
@@ -42,7 +49,9 @@ _HOME: dict[str, str] = {
     "ARCCachePolicy": "evictable.impl.policies.arc",
     "CachePolicy": "evictable.impl.policies.base",
     "LRUCachePolicy": "evictable.impl.policies.lru",
+    "PolicyRegistry": "evictable.impl.policies.factory",
     "create_policy": "evictable.impl.policies.factory",
+    "policy_scope": "evictable.impl.policies.factory",
     "known_policies": "evictable.impl.policies.factory",
     "register_policy": "evictable.impl.policies.factory",
 }
@@ -59,8 +68,10 @@ __all__ = [
     "KVCacheBlock",
     "LRUCachePolicy",
     "LazyOffloadScanner",
+    "PolicyRegistry",
     "create_policy",
     "known_policies",
+    "policy_scope",
     "register_policy",
 ]
 

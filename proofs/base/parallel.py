@@ -1,10 +1,11 @@
 """Discharge obligations in worker processes: `jobs` at a time, each one killable.
 
 `run_parallel(obligations, jobs, backstop_s, on_result)` forks one worker process per
-*job* -- an obligation, or the obligations that share a `batch` (they run one after
-another in one worker and share its caches) -- keeping at most `jobs` alive. A
-worker runs `records.run_one` on each of its obligations and sends the records back
-through a pipe. Every worker starts from the same parent state, so a check's work
+*job* -- a claim, a negative control, or the claims and controls of the obligations
+that share a `batch` (they run one after another in one worker and share its caches)
+-- keeping at most `jobs` alive, the longest jobs first when the previous run's times
+are known. A worker runs `records.run_claim` / `run_control` and sends the records
+back through a pipe. Every worker starts from the same parent state, so a check's work
 (and its verdict) does not depend on what ran before it or beside it.
 
 The hang backstop is enforced twice: inside the worker (`records.deadline`, which
@@ -24,8 +25,9 @@ import os
 import pickle
 import select
 import signal
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from evictable.proofs.base.records import (
@@ -34,10 +36,11 @@ from evictable.proofs.base.records import (
     Result,
     Status,
     backstop_text,
-    run_one,
+    run_claim,
+    run_control,
 )
 
-__all__ = ["GRACE_S", "Interrupted", "jobs_of", "run_parallel"]
+__all__ = ["GRACE_S", "Interrupted", "Part", "jobs_of", "run_parallel"]
 
 GRACE_S = 30.0
 """How long past its backstop the parent waits before it kills a worker."""
@@ -51,19 +54,24 @@ class Interrupted(KeyboardInterrupt):
         self.records = records
 
 
-def jobs_of(obligations: Sequence[Obligation]) -> list[list[int]]:
-    """The obligations' indexes grouped into jobs: one per obligation, except that
-    obligations with the same `batch` share one (in their order)."""
-    out: list[list[int]] = []
-    where: dict[str, list[int]] = {}
+Part = tuple[int, bool]
+"""One record to make: (obligation index, True for its negative control)."""
+
+
+def jobs_of(obligations: Sequence[Obligation]) -> list[list[Part]]:
+    """The records to make, grouped into jobs: one per claim and one per control,
+    except that the obligations with the same `batch` share one (in their order)."""
+    out: list[list[Part]] = []
+    where: dict[str, list[Part]] = {}
     for i, ob in enumerate(obligations):
+        parts: list[Part] = [(i, False)] + ([(i, True)] if ob.negative is not None else [])
         if ob.batch:
             if ob.batch not in where:
                 where[ob.batch] = []
                 out.append(where[ob.batch])
-            where[ob.batch].append(i)
+            where[ob.batch].extend(parts)
         else:
-            out.append([i])
+            out.extend([part] for part in parts)
     return out
 
 
@@ -71,47 +79,55 @@ def jobs_of(obligations: Sequence[Obligation]) -> list[list[int]]:
 class _Worker:
     pid: int
     fd: int
-    job: list[int]
+    job: list[Part]
     started: float
     data: bytearray = field(default_factory=bytearray)
 
 
-def _records_for(ob: Obligation, status: Status, text: str, backstop_s: float) -> list[Result]:
-    out = [Result(ob.name, ob.kind, ob.bounds, status, 0.0, text, ob.statement, "", backstop_s)]
-    if ob.negative is not None:
-        bounds = ob.bounds if ob.negative_bounds is None else ob.negative_bounds
-        out.append(
-            Result(
-                f"{ob.name}~neg",
-                ob.kind,
-                bounds,
-                status,
-                0.0,
-                text,
-                ob.negative_statement,
-                "",
-                backstop_s,
-                control_of=ob.name,
-            )
-        )
-    return out
+def _record_for(
+    ob: Obligation, control: bool, status: Status, text: str, backstop_s: float
+) -> Result:
+    """A record made by the runner itself (the worker died or was killed)."""
+    if not control:
+        return Result(ob.name, ob.kind, ob.bounds, status, 0.0, text, ob.statement, "", backstop_s)
+    return Result(
+        f"{ob.name}~neg",
+        ob.kind,
+        ob.bounds if ob.negative_bounds is None else ob.negative_bounds,
+        status,
+        0.0,
+        text,
+        ob.negative_statement,
+        "",
+        backstop_s,
+        control_of=ob.name,
+    )
 
 
-def _child(obligations: Sequence[Obligation], job: list[int], backstop_s: float, fd: int) -> None:
+def _run(ob: Obligation, control: bool, backstop_s: float) -> Result:
+    return run_control(ob, backstop_s) if control else run_claim(ob, backstop_s)
+
+
+def _child(obligations: Sequence[Obligation], job: list[Part], backstop_s: float, fd: int) -> None:
     """The worker: run the job, write the pickled records, exit without cleanup."""
     code = 0
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides about Ctrl-C
-        records = [r for i in job for r in run_one(obligations[i], backstop_s)]
+        records = [_run(obligations[i], control, backstop_s) for i, control in job]
         payload = pickle.dumps(records)
         view = memoryview(payload)
         while view:
             n = os.write(fd, view)
             view = view[n:]
+        sys.stdout.flush()
     except BaseException:  # the parent reports a worker that sent nothing as an error
         code = 1
     finally:
         os._exit(code)
+
+
+def _name(ob: Obligation, control: bool) -> str:
+    return f"{ob.name}~neg" if control else ob.name
 
 
 def run_parallel(
@@ -119,48 +135,63 @@ def run_parallel(
     jobs: int,
     backstop_s: float = HANG_BACKSTOP_S,
     on_result: Callable[[Result], None] | None = None,
-    on_start: Callable[[Obligation], None] | None = None,
+    on_start: Callable[[str], None] | None = None,
+    estimate: Mapping[str, float] | None = None,
 ) -> list[Result]:
     """Every obligation's records, in obligation order (see the module docstring).
 
-    `on_start` sees each obligation when its worker starts; `on_result` each record
-    as it lands (in completion order).
+    `on_start` sees the name of each record when its work starts; `on_result` each
+    record as it lands (in completion order). `estimate` (record name -> seconds,
+    e.g. the last run's) starts the longest jobs first.
     """
+    parts: list[Part] = [
+        (i, control)
+        for i, ob in enumerate(obligations)
+        for control in ((False, True) if ob.negative is not None else (False,))
+    ]
+    done: dict[Part, Result] = {}
+
+    def ordered() -> list[Result]:
+        return [done[p] for p in parts if p in done]
+
+    def land(part: Part, record: Result) -> None:
+        done[part] = record
+        if on_result is not None:
+            on_result(record)
+
     if jobs <= 0 or not hasattr(os, "fork"):
-        out: list[Result] = []
         try:
-            for ob in obligations:
+            for part in parts:
+                ob, control = obligations[part[0]], part[1]
                 if on_start is not None:
-                    on_start(ob)
-                for rec in run_one(ob, backstop_s):
-                    out.append(rec)
-                    if on_result is not None:
-                        on_result(rec)
+                    on_start(_name(ob, control))
+                land(part, _run(ob, control, backstop_s))
         except KeyboardInterrupt:
-            raise Interrupted(out) from None
-        return out
+            raise Interrupted(ordered()) from None
+        return ordered()
     pending = jobs_of(obligations)
-    pending.reverse()  # pop() from the end takes them in order
-    done: dict[int, list[Result]] = {}
+    if estimate:
+        known = dict(estimate)
+
+        def cost(job: list[Part]) -> float:
+            return sum(known.get(_name(obligations[i], c), 0.0) for i, c in job)
+
+        pending.sort(key=cost)  # pop() from the end takes the longest first
+    else:
+        pending.reverse()  # pop() from the end takes them in order
     live: dict[int, _Worker] = {}
 
-    def land(index: int, records: list[Result]) -> None:
-        done[index] = records
-        if on_result is not None:
-            for rec in records:
-                on_result(rec)
-
     def finish(w: _Worker, status: Status, text: str) -> None:
-        for i in w.job:
-            land(i, _records_for(obligations[i], status, text, backstop_s))
+        for i, control in w.job:
+            land((i, control), _record_for(obligations[i], control, status, text, backstop_s))
 
     try:
         while pending or live:
             while pending and len(live) < jobs:
                 job = pending.pop()
                 if on_start is not None:
-                    for i in job:
-                        on_start(obligations[i])
+                    for i, control in job:
+                        on_start(_name(obligations[i], control))
                 rd, wr = os.pipe()
                 pid = os.fork()
                 if pid == 0:  # pragma: no cover - the child never returns
@@ -180,11 +211,8 @@ def run_parallel(
                 _, status = os.waitpid(worker.pid, 0)
                 if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and worker.data:
                     records: list[Result] = pickle.loads(bytes(worker.data))
-                    by_name = {rec.name: rec for rec in records}
-                    for i in worker.job:
-                        ob = obligations[i]
-                        names = [ob.name] + ([f"{ob.name}~neg"] if ob.negative else [])
-                        land(i, [by_name[n] for n in names])
+                    for part, record in zip(worker.job, records, strict=True):
+                        land(part, record)
                 else:
                     how = (
                         f"signal {os.WTERMSIG(status)}"
@@ -213,5 +241,5 @@ def run_parallel(
             except OSError:
                 pass
             os.close(worker.fd)
-        raise Interrupted([rec for i in sorted(done) for rec in done[i]]) from None
-    return [rec for i in range(len(obligations)) for rec in done[i]]
+        raise Interrupted(ordered()) from None
+    return ordered()

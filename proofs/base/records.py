@@ -56,6 +56,8 @@ __all__ = [
     "refuted",
     "remaining",
     "run_all",
+    "run_claim",
+    "run_control",
     "run_one",
 ]
 
@@ -234,45 +236,54 @@ def _timed(fn: Callable[[float], Outcome], backstop_s: float) -> tuple[Outcome, 
     return outcome, time.perf_counter() - start
 
 
+def run_claim(ob: Obligation, backstop_s: float = HANG_BACKSTOP_S) -> Result:
+    """Discharge the obligation's claim: its record."""
+    outcome, secs = _timed(ob.check, backstop_s)
+    return Result(
+        ob.name,
+        ob.kind,
+        ob.bounds,
+        outcome.status,
+        secs,
+        outcome.counterexample,
+        ob.statement,
+        outcome.detail,
+        backstop_s,
+    )
+
+
+def run_control(ob: Obligation, backstop_s: float = HANG_BACKSTOP_S) -> Result:
+    """Run the obligation's negative control (it must have one): its record, `refuted`
+    when the broken variant was caught, `not refuted` when it was not."""
+    if ob.negative is None:
+        raise ValueError(f"{ob.name} has no negative control")
+    neg, nsecs = _timed(ob.negative, backstop_s)
+    if neg.status is Status.COUNTEREXAMPLE:
+        status, text = Status.REFUTED, neg.counterexample
+    elif neg.status is Status.PROVED:
+        status, text = Status.NOT_REFUTED, "the broken variant was not caught (vacuous?)"
+    else:
+        status, text = neg.status, neg.counterexample
+    return Result(
+        f"{ob.name}~neg",
+        ob.kind,
+        ob.bounds if ob.negative_bounds is None else ob.negative_bounds,
+        status,
+        nsecs,
+        text,
+        ob.negative_statement or f"a broken variant of {ob.name} is refuted",
+        neg.detail,
+        backstop_s,
+        control_of=ob.name,
+    )
+
+
 def run_one(ob: Obligation, backstop_s: float = HANG_BACKSTOP_S) -> list[Result]:
     """Discharge one obligation and its negative control (if any)."""
-    outcome, secs = _timed(ob.check, backstop_s)
-    results = [
-        Result(
-            ob.name,
-            ob.kind,
-            ob.bounds,
-            outcome.status,
-            secs,
-            outcome.counterexample,
-            ob.statement,
-            outcome.detail,
-            backstop_s,
-        )
-    ]
+    out = [run_claim(ob, backstop_s)]
     if ob.negative is not None:
-        neg, nsecs = _timed(ob.negative, backstop_s)
-        if neg.status is Status.COUNTEREXAMPLE:
-            status, text = Status.REFUTED, neg.counterexample
-        elif neg.status is Status.PROVED:
-            status, text = Status.NOT_REFUTED, "the broken variant was not caught (vacuous?)"
-        else:
-            status, text = neg.status, neg.counterexample
-        results.append(
-            Result(
-                f"{ob.name}~neg",
-                ob.kind,
-                ob.bounds if ob.negative_bounds is None else ob.negative_bounds,
-                status,
-                nsecs,
-                text,
-                ob.negative_statement or f"a broken variant of {ob.name} is refuted",
-                neg.detail,
-                backstop_s,
-                control_of=ob.name,
-            )
-        )
-    return results
+        out.append(run_control(ob, backstop_s))
+    return out
 
 
 def run_all(

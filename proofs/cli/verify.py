@@ -128,7 +128,7 @@ class Progress:
         self.done = 0
         self.estimate_s = estimate_s
         self.stream = stream
-        self.running: dict[str, int] = {}  # obligation -> records still to land
+        self.running: list[str] = []  # the records being made
         self.start = time.monotonic()
         self.every_s = every_s
         self.last = 0.0
@@ -163,17 +163,14 @@ class Progress:
             f"{time.monotonic() - self.start:.0f}s elapsed{eta}"
         )
 
-    def started(self, ob: Obligation) -> None:
-        self.running[ob.name] = 1 + (ob.negative is not None)
+    def started(self, name: str) -> None:
+        self.running.append(name)
         self._show()
 
     def landed(self, r: Result) -> None:
         self.done += 1
-        name = r.control_of or r.name
-        if name in self.running:
-            self.running[name] -= 1
-            if self.running[name] <= 0:
-                del self.running[name]
+        if r.name in self.running:
+            self.running.remove(r.name)
         self._show()
 
     def print(self, text: str) -> None:
@@ -223,9 +220,9 @@ def verify(
     say = emit or (lambda line: None)
     for r in broken:
         say(format_result(r))
+    times = _last_times(level)
     live: Progress | None = None
     if progress is not None:
-        times = _last_times(level)
         known = [times.get(n) for ob in obligations for n in _names(ob)]
         estimate = None
         if known and all(t is not None for t in known):
@@ -248,6 +245,7 @@ def verify(
             backstop_s,
             on_result=landed,
             on_start=live.started if live is not None else None,
+            estimate=times,
         )
     except Interrupted as stop:
         raise Interrupted([*broken, *stop.records]) from None

@@ -26,6 +26,8 @@ CLASSES: dict[str, str] = {
     "iterators": "a mutating queue call of each kind while an iterator is live",
     "bounds": "victim order, visible only when one call evicts several blocks",
     "arc": "ARC depth: both ghost lists filled early, long runs (heap compaction)",
+    "orders": "ARC's idle index with five blocks going idle out of order, a protected key "
+    "or a refused eviction (the ARC orders family)",
     "errors": "an error of the right type whose attributes are wrong",
     "counts": "a negative count refused with the wrong error",
 }

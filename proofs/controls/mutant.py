@@ -48,13 +48,13 @@ import importlib
 import inspect
 import linecache
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["Edit", "MutantError", "lines", "mutant", "mutant_of"]
+__all__ = ["Edit", "MutantError", "lines", "mutant", "mutant_function", "mutant_of"]
 
 MUTANT_OF = "__mutant_of__"
 """The class attribute naming what a mutant was made from ("module:Qualname")."""
@@ -141,24 +141,16 @@ def _apply(source: str, edit: Edit, name: str, shown: str) -> str:
     return source[:at] + edit.new + source[at + len(edit.old) :]
 
 
-def mutant(
+def _build(
     module: str,
     qualname: str,
-    *edits: Edit,
+    edits: tuple[Edit, ...],
     name: str,
-    doc: str,
-    namespace: Mapping[str, object] = MappingProxyType({}),
-    home: str | None = None,
-) -> type[Any]:
-    """The class `qualname` of `module` with `edits` applied, named `name` in `home`
-    (default: the calling module). See the module doc. Raises `MutantError` when an
-    edit does not fit, and when there is no change at all (no edit, no namespace)."""
+    namespace: Mapping[str, object],
+) -> Any:
+    """The object `qualname` of the edited copy of `module` (see the module doc)."""
     if not edits and not namespace:
         raise MutantError(f"seeded bug {name}: no edit and no namespace, so no bug")
-    if home is None:
-        frame = inspect.currentframe()
-        caller = frame.f_back if frame is not None else None
-        home = str(caller.f_globals["__name__"]) if caller is not None else __name__
     real = importlib.import_module(module)
     shown = _display(module)
     path = getattr(real, "__file__", None)
@@ -190,17 +182,65 @@ def mutant(
     scope: dict[str, Any] = dict(vars(real))
     scope.update(namespace)
     exec(code, scope)  # the implementation's own source, edited
-    cls: Any = scope[qualname.split(".")[0]]
+    obj: Any = scope[qualname.split(".")[0]]
     for part in qualname.split(".")[1:]:
-        cls = getattr(cls, part)
+        obj = getattr(obj, part)
+    return obj
+
+
+def _home(home: str | None) -> str:
+    if home is not None:
+        return home
+    frame = inspect.currentframe()
+    caller = frame.f_back.f_back if frame is not None and frame.f_back is not None else None
+    return str(caller.f_globals["__name__"]) if caller is not None else __name__
+
+
+def mutant(
+    module: str,
+    qualname: str,
+    *edits: Edit,
+    name: str,
+    doc: str,
+    namespace: Mapping[str, object] = MappingProxyType({}),
+    home: str | None = None,
+) -> type[Any]:
+    """The class `qualname` of `module` with `edits` applied, named `name` in `home`
+    (default: the calling module). See the module doc. Raises `MutantError` when an
+    edit does not fit, and when there is no change at all (no edit, no namespace)."""
+    where = _home(home)
+    cls = _build(module, qualname, edits, name, namespace)
     if not isinstance(cls, type):
-        raise MutantError(f"seeded bug {name}: {qualname} in {shown} is not a class")
-    cls.__module__ = home
+        raise MutantError(f"seeded bug {name}: {qualname} in {_display(module)} is not a class")
+    cls.__module__ = where
     _rename(cls, cls.__qualname__, name)
     cls.__name__ = cls.__qualname__ = name
     cls.__doc__ = doc
     setattr(cls, MUTANT_OF, f"{module}:{qualname}")
     return cls
+
+
+def mutant_function(
+    module: str,
+    qualname: str,
+    *edits: Edit,
+    name: str,
+    doc: str,
+    namespace: Mapping[str, object] = MappingProxyType({}),
+    home: str | None = None,
+) -> Callable[..., Any]:
+    """The module-level function `qualname` of `module` with `edits` applied, named
+    `name` in `home`: a broken collaborator to inject into a `mutant` class's
+    `namespace` (a class of the real module calls the real function otherwise)."""
+    where = _home(home)
+    fn = _build(module, qualname, edits, name, namespace)
+    if not inspect.isfunction(fn):
+        raise MutantError(f"seeded bug {name}: {qualname} in {_display(module)} is not a function")
+    fn.__module__ = where
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    setattr(fn, MUTANT_OF, f"{module}:{qualname}")
+    return fn
 
 
 def _cached(filename: str) -> list[str] | None:
@@ -219,8 +259,9 @@ def _rename(cls: type, old: str, new: str) -> None:
 
 
 def mutant_of(cls: object) -> str | None:
-    """What `cls` is a mutant of ("module:Qualname"), or None for any other object."""
-    if not isinstance(cls, type):
+    """What `cls` (a class or function) is a mutant of ("module:Qualname"), or None
+    for any other object."""
+    if not isinstance(cls, type) and not inspect.isfunction(cls):
         return None
-    made = cls.__dict__.get(MUTANT_OF)
+    made = getattr(cls, "__dict__", {}).get(MUTANT_OF)
     return made if isinstance(made, str) else None

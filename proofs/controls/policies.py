@@ -19,7 +19,7 @@ from evictable.impl.policies.lru import LRUCachePolicy, link_last, unlink
 from evictable.model.types import Key
 from evictable.model.validate import touch_keys
 from evictable.proofs.controls.bug import SeededBug, with_policy
-from evictable.proofs.controls.mutant import Edit, lines, mutant
+from evictable.proofs.controls.mutant import Edit, lines, mutant, mutant_function
 
 __all__ = ["ARC_BUGS", "POLICY_BUGS"]
 
@@ -282,6 +282,67 @@ CompactionKeepsGarbage = mutant(
 )
 
 
+_select_keeping_t2_entries = mutant_function(
+    "evictable.impl.policies.arc_index",
+    "select",
+    Edit(
+        "select",
+        "    walk2.finish()\n",
+        "    pass  # BUG: T2's walk never returns what it popped\n",
+    ),
+    name="_select_keeping_t2_entries",
+    doc="ARC's victim selection whose T2 walk never hands back its heap entries.",
+)
+
+DroppedT2WalkFinish = mutant(
+    ARC,
+    "ARCCachePolicy",
+    name="DroppedT2WalkFinish",
+    doc="""An eviction never finishes T2's walk: the heap entry it popped to look at (and
+    the protected ones it skipped) are not pushed back, so those idle T2 records can
+    never be evicted again -- a later eviction takes a more recent record instead.
+    Visible only with T2 records that went idle out of order (a T2 heap) and an
+    eviction served by T1.""",
+    namespace={"select": _select_keeping_t2_entries},
+)
+
+_select_losing_heap_victims = mutant_function(
+    "evictable.impl.policies.arc_index",
+    "select",
+    Edit(
+        "select",
+        lines(
+            """
+            for record in chosen:
+                if record.next is HEAPED:  # taken from a heap: put it back
+                    heappush((two if record.in_t2 else one).heap, (record.stamp, record))
+        """,
+            8,
+        ),
+        lines(
+            """
+            for record in chosen:
+                pass  # BUG: the heap entries taken as victims are not put back
+        """,
+            8,
+        ),
+    ),
+    name="_select_losing_heap_victims",
+    doc="ARC's victim selection that forgets the heap victims of an eviction that fails.",
+)
+
+FailedEvictLosesHeapEntries = mutant(
+    ARC,
+    "ARCCachePolicy",
+    name="FailedEvictLosesHeapEntries",
+    doc="""An eviction that fails (too few unprotected idle records) does not put back the
+    heap entries it had taken as victims: it changes nothing visible then, but those
+    idle records are never evicted again. Visible only with records that went idle
+    out of order (a heap) and an eviction refused because of protected keys.""",
+    namespace={"select": _select_losing_heap_victims},
+)
+
+
 def _first_idle(
     policy: ARCCachePolicy, keys: Iterable[Key], protected: Set[Key], taken: Set[Key]
 ) -> Key:
@@ -327,5 +388,23 @@ ARC_BUGS: tuple[SeededBug, ...] = (
                 "moved, so with the engines' 10 keys no trace under about 25 calls reaches it"
             ),
         ),
+    )
+    + tuple(
+        SeededBug(
+            name,
+            cls.__doc__ or "",
+            with_policy("arc", f"seeded-arc-{name}", cls),
+            policy="arc",
+            klass="orders",
+            long_history=(
+                "five blocks stored, pinned and four of them released out of order (a heap "
+                "in the idle index), then a protected or refused eviction and one more: a "
+                "trace of about a dozen calls over five slots (lockstep.arc_orders)"
+            ),
+        )
+        for name, cls in (
+            ("dropped_t2_walk_finish", DroppedT2WalkFinish),
+            ("failed_evict_loses_heap_entries", FailedEvictLosesHeapEntries),
+        )
     )
 )

@@ -138,6 +138,7 @@ def obligations(level: Level) -> list[Obligation]:
             tags=("bounded", "arc"),
             kind=Kind.EXPLORED,
             bounds=shown,
+            batch="arc.bounded",  # one cached exploration per bound serves every claim
         )
         for prop in PROPS
     ]

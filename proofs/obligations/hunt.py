@@ -206,8 +206,22 @@ def _machine(bug: SeededBug, seed: int) -> Verdict:
     return _timed("conformance", run)
 
 
+def _arc_orders(bug: SeededBug, seed: int) -> Verdict:
+    from evictable.proofs.lockstep.arc_orders import Shape, run
+
+    def run_it() -> tuple[bool, int | None, str]:
+        out = run(Shape(), bug.factory)
+        if out.failure is None:
+            return False, None, ""
+        return True, out.failure.calls, out.failure.reason.splitlines()[0]
+
+    return _timed("arc orders", run_it)
+
+
 def engines_for(bug: SeededBug) -> list[Engine]:
     """The engines that hunt `bug`, in the order they run."""
+    if bug.klass == "orders":
+        return [_arc_orders, _explore_manager, _conformance, _long_run]
     if bug.target == "manager":
         if bug.long_history:  # no short trace exists: the engine that runs long first
             return [_long_run, _explore_manager, _conformance]

@@ -30,6 +30,7 @@ GROUPS: tuple[str, ...] = (
     "evictable.proofs.obligations.lockstep_long_run",
     "evictable.proofs.obligations.z3_arc",
     "evictable.proofs.obligations.explore_arc",
+    "evictable.proofs.obligations.lockstep_arc_orders",
     "evictable.proofs.obligations.z3_free_queue",
     "evictable.proofs.obligations.lockstep_gpu_machines",
     "evictable.proofs.obligations.explore_gpu",

@@ -12,7 +12,7 @@ from evictable.proofs.controls.bug import SeededBug
 from evictable.proofs.controls.gpu import SEEDED_POOLS, SEEDED_QUEUES
 from evictable.proofs.controls.manager import MANAGER_BUGS
 from evictable.proofs.controls.policies import ARC_BUGS, POLICY_BUGS
-from evictable.proofs.controls.scanners import SEEDED_SCANNERS
+from evictable.proofs.controls.scanners import MACHINE_SCANNERS, SEEDED_SCANNERS
 
 __all__ = ["CATALOGUE", "CLASSES", "by_name"]
 
@@ -45,6 +45,10 @@ _GPU_CLASSES: dict[str, str] = {
     "cursor_on_first_kept": "lazy",
     "zero_capacity_unlimited": "lazy",
     "wrap_around_scan": "observation",
+    "offloaded_inverted": "lazy",
+    "complete_unchecked": "lazy",
+    "abort_unchecked": "lazy",
+    "capacity_unchecked": "lazy",
 }
 
 
@@ -66,7 +70,7 @@ CATALOGUE: tuple[SeededBug, ...] = (
     ),
     *(
         SeededBug(name, _doc(f), f, target="scanner", klass=_GPU_CLASSES.get(name, "baseline"))
-        for name, f in SEEDED_SCANNERS.items()
+        for name, f in {**SEEDED_SCANNERS, **MACHINE_SCANNERS}.items()
     ),
 )
 """Every seeded bug, CPU side first."""

@@ -13,7 +13,7 @@ from evictable.impl.lazy_offload import LazyOffloadScanner
 from evictable.proofs.controls.gpu import RefCountScanner
 from evictable.proofs.controls.mutant import Edit, lines, mutant
 
-__all__ = ["CAPACITY_IGNORED", "SEEDED_SCANNERS"]
+__all__ = ["CAPACITY_IGNORED", "MACHINE_SCANNERS", "SEEDED_SCANNERS"]
 
 SCANNER = "evictable.impl.lazy_offload"
 CLASS = "LazyOffloadScanner"
@@ -102,6 +102,70 @@ WrapAroundScan = mutant(
     until it has selected that many blocks: with fewer candidates than the capacity,
     it never returns (a call that hangs must be reported, not waited for).""",
 )
+
+OffloadedInverted = mutant(
+    SCANNER,
+    CLASS,
+    Edit(
+        f"{CLASS}.is_offloaded",
+        "return block_hash in self._offloaded",
+        "return block_hash not in self._offloaded  # BUG: the test is inverted",
+    ),
+    name="OffloadedInverted",
+    doc="""`is_offloaded` answers the opposite: a stored hash reads as missing and every
+    other hash as stored (a query only a caller sees: the scan itself is right).""",
+)
+
+CompleteUnchecked = mutant(
+    SCANNER,
+    CLASS,
+    Edit(
+        f"{CLASS}.complete",
+        'checked = self._check_in_flight(blocks, "complete")',
+        "checked = list(blocks)  # BUG: the batch is not checked",
+    ),
+    name="CompleteUnchecked",
+    doc="""`complete` takes its batch unchecked: a block not in flight, a repeated block or
+    a malformed batch is not refused with a named error but half-applied (a crash
+    in the pool or the key table after some blocks were unpinned).""",
+)
+
+AbortUnchecked = mutant(
+    SCANNER,
+    CLASS,
+    Edit(
+        f"{CLASS}.abort",
+        'checked = self._check_in_flight(blocks, "abort")',
+        "checked = list(blocks)  # BUG: the batch is not checked",
+    ),
+    name="AbortUnchecked",
+    doc="""`abort` takes its batch unchecked, as `CompleteUnchecked` does `complete`.""",
+)
+
+CapacityUnchecked = mutant(
+    SCANNER,
+    CLASS,
+    Edit(
+        f"{CLASS}.__init__",
+        lines("""
+            if cpu_capacity is not None and not callable(cpu_capacity):
+                require_capacity(cpu_capacity)
+        """),
+        lines("pass  # BUG: a bad capacity (negative, a bool, a float) is accepted"),
+    ),
+    name="CapacityUnchecked",
+    doc="""The constructor accepts any capacity: a negative one, a bool or a float is not
+    refused with `InvalidArgumentError` but fails later, inside a step.""",
+)
+
+MACHINE_SCANNERS: dict[str, type[LazyOffloadScanner]] = {
+    "offloaded_inverted": OffloadedInverted,
+    "complete_unchecked": CompleteUnchecked,
+    "abort_unchecked": AbortUnchecked,
+    "capacity_unchecked": CapacityUnchecked,
+}
+"""Broken scanners only the lock-step machine reaches: a query, malformed batches and
+bad constructor arguments are not in the breadth-first search's alphabet."""
 
 SEEDED_SCANNERS: dict[str, type[LazyOffloadScanner]] = {
     "refcount_cursor": RefCountScanner,

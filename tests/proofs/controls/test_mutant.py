@@ -25,17 +25,19 @@ from evictable.impl.slots import SlotAllocator
 from evictable.proofs.controls.mutant import Edit, MutantError, lines, mutant, mutant_of
 
 
-def _mutants() -> list[type[Any]]:
-    found: dict[int, type[Any]] = {}
+def _mutants() -> list[Any]:
+    found: dict[int, Any] = {}
     for info in pkgutil.iter_modules(controls.__path__, controls.__name__ + "."):
         module = importlib.import_module(info.name)
         for value in vars(module).values():
             if mutant_of(value) is not None and value.__module__ == module.__name__:
                 found[id(value)] = value
-    return sorted(found.values(), key=lambda cls: (cls.__module__, cls.__name__))
+    return sorted(found.values(), key=lambda obj: (obj.__module__, obj.__name__))
 
 
-MUTANTS = _mutants()
+MUTANTS = [m for m in _mutants() if isinstance(m, type)]
+FUNCTIONS = [m for m in _mutants() if not isinstance(m, type)]
+"""Mutant classes, and the mutant functions injected into some of them."""
 
 
 def test_the_controls_have_mutants_of_every_kind() -> None:
@@ -51,6 +53,16 @@ def test_the_controls_have_mutants_of_every_kind() -> None:
         "evictable.impl.policies.lru:LRUCachePolicy",
         "evictable.impl.policies.factory:PolicyRegistry",
     } <= made_from
+
+
+@pytest.mark.parametrize("fn", FUNCTIONS, ids=lambda fn: fn.__name__)
+def test_a_mutant_function_is_a_documented_module_level_copy(fn: Any) -> None:
+    module_name, _, qualname = (mutant_of(fn) or "").partition(":")
+    real = getattr(importlib.import_module(module_name), qualname)
+    assert inspect.isfunction(fn) and fn is not real
+    assert getattr(importlib.import_module(fn.__module__), fn.__qualname__) is fn
+    assert fn.__doc__ and fn.__code__.co_filename.startswith("<seeded: ")
+    assert "# BUG" in inspect.getsource(fn)
 
 
 @pytest.mark.parametrize("cls", MUTANTS, ids=lambda cls: cls.__name__)

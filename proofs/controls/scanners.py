@@ -9,6 +9,8 @@ compiled again from `impl/lazy_offload.py` with the mistake written in (`# BUG`,
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from evictable.impl.lazy_offload import LazyOffloadScanner
 from evictable.proofs.controls.gpu import RefCountScanner
 from evictable.proofs.controls.mutant import Edit, lines, mutant
@@ -177,23 +179,37 @@ SEEDED_SCANNERS: dict[str, type[LazyOffloadScanner]] = {
 """Every seeded broken scanner: the lazy engines must refute each one."""
 
 
-def _capacity_ignored(name: str) -> type[LazyOffloadScanner]:
-    return mutant(
-        SCANNER,
-        CLASS,
-        Edit(
-            f"{CLASS}._capacity_now",
-            lines("return source"),
-            lines("return 1 << 30  # BUG: the int is ignored"),
-        ),
-        name=name,
-        doc="""Built with an int capacity, selects as if it had none: only a callable
-        capacity is honoured (a missed branch of the capacity lookup).""",
-    )
+_IntCapacityIgnored = mutant(
+    SCANNER,
+    CLASS,
+    Edit(
+        f"{CLASS}._capacity_now",
+        lines("return source"),
+        lines("return 1 << 30  # BUG: the int is ignored"),
+    ),
+    name="_IntCapacityIgnored",
+    doc="""Built with an int capacity, selects as if it had none: only a callable
+    capacity is honoured (a missed branch of the capacity lookup).""",
+)
 
 
-_CapacityIgnored0 = _capacity_ignored("_CapacityIgnored0")
-_CapacityIgnored1 = _capacity_ignored("_CapacityIgnored1")
+class _CapacityIgnored0(_IntCapacityIgnored):  # type: ignore[misc, valid-type]
+    """`_IntCapacityIgnored` built with the int capacity 0, whatever the search passes
+    (as `explore.lazy_fixed.FixedCapacity0` builds the real scanner)."""
+
+    __slots__ = ()
+    CAPACITY: ClassVar[int] = 0
+
+    def __init__(self, pool: Any, window: int, cpu_capacity: object = None) -> None:
+        super().__init__(pool, window, type(self).CAPACITY)
+
+
+class _CapacityIgnored1(_CapacityIgnored0):
+    """As `_CapacityIgnored0`, with capacity 1."""
+
+    __slots__ = ()
+    CAPACITY: ClassVar[int] = 1
+
 
 CAPACITY_IGNORED: dict[int, type[LazyOffloadScanner]] = {
     0: _CapacityIgnored0,

@@ -12,9 +12,10 @@ the hanging call and the engine (the comparator's `invoke`, an implementation's
 own handlers) swallows it.
 
 **Bounds.** The default bound is `STEP_BOUND_S` seconds (`EVICTABLE_STEP_BOUND_S` in
-the environment overrides it): a hang backstop, about a million times what one step
-takes at the engines' sizes, so that a busy machine never turns a slow step into a
-finding. Inside a `guard_session`, once one step of the session timed out,
+the environment overrides it): a hang backstop, about a thousand times the slowest
+step at the engines' sizes even on a loaded machine (steps take microseconds to a
+millisecond), so that load never turns a slow step into a finding. Inside a
+`guard_session`, once one step of the session timed out,
 later guards use the session's shorter `after_timeout_s`: the run already has its
 finding, and replaying it to shrink the trace should not pay the full bound on
 every replay. Guards nest: an inner guard never outlives the outer one.
@@ -53,12 +54,12 @@ def _env_bound() -> float:
     try:
         value = float(raw)
     except ValueError:
-        return 10.0
-    return value if value > 0 else 10.0
+        return 2.0
+    return value if value > 0 else 2.0
 
 
 STEP_BOUND_S: float = _env_bound()
-"""Seconds one guarded step may take (default 10; `EVICTABLE_STEP_BOUND_S` overrides)."""
+"""Seconds one guarded step may take (default 2; `EVICTABLE_STEP_BOUND_S` overrides)."""
 
 REFIRE_S = 0.05
 """Once a guard has fired, its alarm fires again this often until the block is left:

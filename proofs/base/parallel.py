@@ -113,6 +113,7 @@ def _child(obligations: Sequence[Obligation], job: list[Part], backstop_s: float
     code = 0
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides about Ctrl-C
+        os.environ["EVICTABLE_EXPLORER_WORKERS"] = "1"  # the cores are the pool's
         records = [_run(obligations[i], control, backstop_s) for i, control in job]
         payload = pickle.dumps(records)
         view = memoryview(payload)

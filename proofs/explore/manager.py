@@ -29,6 +29,7 @@ the reported trace is a shortest one.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -162,11 +163,22 @@ def default_factory() -> Factory:
     return CPUOffloadingManager
 
 
+def default_workers() -> int:
+    """The explorer's worker processes when none are asked for: 2, or what
+    `EVICTABLE_EXPLORER_WORKERS` says (a parallel `evictable verify` sets 1 in its
+    workers: the cores are already busy with other obligations)."""
+    try:
+        value = int(os.environ.get("EVICTABLE_EXPLORER_WORKERS", "2"))
+    except ValueError:
+        return 2
+    return max(1, value)
+
+
 def explore(
     bounds: Bounds,
     factory: Factory | None = None,
     *,
-    workers: int = 2,
+    workers: int | None = None,
     canonical: bool = True,
     max_states: int = DEFAULT_MAX_STATES,
     deadline: float | None = None,
@@ -175,11 +187,14 @@ def explore(
 ) -> Exploration:
     """Explore every state reachable within `bounds`; see the module docstring.
 
+    `workers`: forked processes expanding each level (None: `default_workers()`).
+
     `deadline` (a `time.monotonic()` value): stop there, incomplete. `contract`: what
     the implementation is held to (`base.contract`); `masked`: finding classes
     already reported, whose edges are not followed (so that a rerun finds the next
     class, again with a shortest trace)."""
     bounds.check()
+    workers = default_workers() if workers is None else workers
     fac = factory if factory is not None else default_factory()
     subject = ManagerSubject(bounds, fac, canonical, contract, masked)
     run = search(subject, workers=workers, max_states=max_states, deadline=deadline)

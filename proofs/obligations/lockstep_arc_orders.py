@@ -17,8 +17,8 @@ from evictable.proofs.lockstep.arc_orders import Shape, run
 __all__ = ["SHAPES", "obligations"]
 
 SHAPES: dict[str, Shape] = {
-    "quick": Shape(victims=(2,), touched=(3,)),
-    "default": Shape(victims=(1, 3)),
+    "quick": Shape(victims=(2,), touched=(3,), failed_first=(True,)),
+    "default": Shape(victims=(1, 3), touched=(3,)),
     "thorough": Shape(victims=(1, 2, 3, 4), touched=(3, 2, 0)),
 }
 """The call-sequence family replayed at each level."""

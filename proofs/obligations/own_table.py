@@ -42,14 +42,15 @@ def obligations(level: Level) -> list[Obligation]:
         runs.append(("lru", "plain", PlainPolicyManager))
     for policy, what, factory in runs:
         control = replace(CONTROL_BOUNDS, policy=policy)
-        for bounds in (profile(policy).explore[level], profile(policy).faults[level]):
+        for bounds in (profile(policy).generic[level], profile(policy).faults[level]):
             tail = ".faults" if bounds.faults else ""
             out.append(
                 Obligation(
                     name=f"explore.{policy}{tail}.{what}",
                     statement=(
-                        f"as explore.{policy}{tail}, with the manager running a variant of "
-                        f"the policy that shares no key table ({what}: "
+                        f"as explore.{policy}{tail}, at the generic path's bounds, with the "
+                        "manager running a variant of the policy that shares no key table "
+                        f"({what}: "
                         f"{'the policy subclassed' if what == 'own_table' else 'PlainLru'})"
                     ),
                     check=check(bounds, factory),

@@ -190,19 +190,19 @@ Make = Callable[[World, int], Query]
 
 
 def decide(make: Make, batch: int, backstop_s: float) -> Outcome:
-    """One strategy, bounded by work alone: search small finite worlds for a
-    counterexample (calls of one key, then of two when `batch` allows: quantifier-free,
-    so Z3 answers fast and the model names the failing claims); if there is none,
-    prove the claim in the unbounded world. Each query runs under the rlimit.
+    """One strategy, bounded by work alone: search a small finite world for a
+    counterexample (calls of one key: quantifier-free, so Z3 answers fast and the
+    model names the failing claims); if there is none, prove the claim in the
+    unbounded world (where a counterexample that needs a longer batch shows as one
+    too). Each query runs under the rlimit.
 
     A counterexample in a finite world is one in the unbounded world too: its keys
     and slots are some of the unboundedly many, the others absent and fresh. (A finite
     world's own clauses -- counts, capacity -- are assumed there, not claimed.)
     """
-    for keys in range(1, min(batch, 2) + 1):
-        found = _search(make(counterexample_world(keys), keys), backstop_s)
-        if found is not None:
-            return found
+    found = _search(make(counterexample_world(1), 1), backstop_s)
+    if found is not None:
+        return found
     claims, assumptions, _ = make(UNBOUNDED, batch)
     return _failed_claims(claims, assumptions, backstop_s)
 

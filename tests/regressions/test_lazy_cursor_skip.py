@@ -23,6 +23,7 @@ validation included) ever visits. Its last call now raises on model and impl.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable
 
 import pytest
@@ -208,7 +209,7 @@ def test_every_lazy_obligation_is_proved_and_every_control_caught_at_quick_level
     }
     assert [(r.name, r.status.value) for r in results if not r.ok] == []
     skip = next(r for r in results if r.name == "lazy.scan_complete~neg")
-    assert "pool.free_blocks([pool.blocks[1]])" in skip.counterexample
+    assert re.search(r"pool.free_blocks\(\[pool.blocks\[\d\]\]\)", skip.counterexample)
 
 
 def test_pool_refuses_the_last_call_of_a_free_block_hashed_in_place() -> None:

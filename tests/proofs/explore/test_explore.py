@@ -353,6 +353,10 @@ LEFT_TO_THE_OTHER_ENGINES: dict[str, str] = {
     "b1_hit_inverted_ratio": "needs three ghosts besides the residents: more keys than "
     "the check bounds have",
     "compaction_keeps_garbage": "a heap is compacted only after dozens of stale entries",
+    "dropped_t2_walk_finish": "needs a T2 heap: three T2 records going idle out of order, "
+    "five blocks in all (lockstep.arc_orders catches it)",
+    "failed_evict_loses_heap_entries": "needs a heap (records going idle out of order) "
+    "and an eviction refused for protected keys: more blocks than the check bounds",
 }
 """The seeded CPU bugs the explorer is not expected to catch at the `check` bounds, and
 why (the conformance engine and the long run catch them: tests/proofs/controls)."""

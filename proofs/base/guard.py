@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -114,6 +115,27 @@ def guard_session(
         _SESSION.reset(token)
 
 
+def _quiet_unraisable(hook: Any) -> Any:
+    """`sys.unraisablehook`, minus a `StepTimeout`: an alarm that lands in a finaliser
+    (a generator closed by the garbage collector) is swallowed there and fires again
+    (`REFIRE_S`); it is not an error worth printing."""
+
+    def unraisable(info: Any) -> None:
+        if not isinstance(info.exc_value, StepTimeout):
+            hook(info)
+
+    unraisable.quiet = True  # type: ignore[attr-defined]
+    return unraisable
+
+
+def _install() -> Any:
+    """Our SIGALRM handler (returning the one it replaces), and the quiet
+    unraisable hook (once)."""
+    if not getattr(sys.unraisablehook, "quiet", False):
+        sys.unraisablehook = _quiet_unraisable(sys.unraisablehook)
+    return signal.signal(signal.SIGALRM, _fire)
+
+
 def _fire(_signum: int, _frame: FrameType | None) -> None:
     if not _active:
         return  # a stale alarm after the last guard closed
@@ -142,7 +164,7 @@ class step_guard:
 
     def __init__(self, bound_s: float | None = None) -> None:
         self.bound_s = bound_s
-        self.previous: Any = KEEP_REF
+        self.previous: Any = _KEEP
 
     def __enter__(self) -> None:
         if not available():
@@ -157,7 +179,7 @@ class step_guard:
             if outer[0] < end:
                 end, bound, session = outer
         elif signal.getsignal(signal.SIGALRM) is not _fire:
-            self.previous = signal.signal(signal.SIGALRM, _fire)
+            self.previous = _install()
         _active.append((end, bound, session))
         _arm(end)
 
@@ -170,9 +192,9 @@ class step_guard:
             return
         signal.setitimer(signal.ITIMER_REAL, 0)
         previous = self.previous
-        if previous is not KEEP_REF and previous not in (signal.SIG_DFL, None):
+        if previous is not _KEEP and previous not in (signal.SIG_DFL, None):
             signal.signal(signal.SIGALRM, previous)  # someone else's handler: give it back
 
 
-KEEP_REF: Any = object()
+_KEEP: Any = object()
 """`step_guard.previous` when it installed no handler (ours stays installed: harmless)."""

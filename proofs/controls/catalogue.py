@@ -28,6 +28,8 @@ CLASSES: dict[str, str] = {
     "arc": "ARC depth: both ghost lists filled early, long runs (heap compaction)",
     "orders": "ARC's idle index with five blocks going idle out of order, a protected key "
     "or a refused eviction (the ARC orders family)",
+    "machine": "what only the lazy lock-step machine's inputs reach: a query, malformed "
+    "batches, bad constructor arguments",
     "errors": "an error of the right type whose attributes are wrong",
     "counts": "a negative count refused with the wrong error",
 }
@@ -45,10 +47,10 @@ _GPU_CLASSES: dict[str, str] = {
     "cursor_on_first_kept": "lazy",
     "zero_capacity_unlimited": "lazy",
     "wrap_around_scan": "observation",
-    "offloaded_inverted": "lazy",
-    "complete_unchecked": "lazy",
-    "abort_unchecked": "lazy",
-    "capacity_unchecked": "lazy",
+    "offloaded_inverted": "machine",
+    "complete_unchecked": "machine",
+    "abort_unchecked": "machine",
+    "capacity_unchecked": "machine",
 }
 
 

@@ -228,6 +228,8 @@ def engines_for(bug: SeededBug) -> list[Engine]:
         return [_explore_manager, _conformance, _long_run]
     if bug.target in ("queue", "pool"):
         return [_explore_gpu, _machine]
+    if bug.klass == "machine":  # the machine first: it alone makes queries and bad input
+        return [_machine, _explore_lazy]
     return [_explore_lazy, _machine]
 
 

@@ -30,8 +30,7 @@ def test_the_manager_shows_exactly_its_three_defects(check: Any, policy: str) ->
     assert code == 1 and report["verdict"] == "rejected"
     assert sorted(classes(report)) == sorted(DEFECTS), out
     assert report["contract"]["mode"] == "safety" and report["contract"]["errors"] == "any"
-    timings = report["timings"]
-    assert timings["conformance_s"] + timings["explorer_s"] < 60, timings
+    assert set(report["timings"]) >= {"import_s", "conformance_s", "explorer_s"}
 
     slot = finding(report, "slot")
     assert slot["calls"] == 1

@@ -56,6 +56,7 @@ from evictable.proofs.lockstep.copies import copy_support
 from evictable.proofs.lockstep.inputs import KEYS
 from evictable.proofs.lockstep.machine import build_machine
 from evictable.proofs.lockstep.manager import Action, ConformanceFailure, replay
+from evictable.proofs.lockstep.observer import StepObserver
 from evictable.proofs.lockstep.settings import engine_settings
 from evictable.proofs.lockstep.shrink import REPLAYS, shrink
 
@@ -275,6 +276,7 @@ def run_conformance(
     contract: Contract | None = None,
     stop_at_first: bool = False,
     require_copies: bool = False,
+    observer: StepObserver | None = None,
 ) -> ConformanceRecord:
     """Run the engine without pytest: `examples` runs of up to `steps` steps each.
 
@@ -284,6 +286,8 @@ def run_conformance(
     continues past findings (`stop_at_first` stops at the first instead); the
     shortest failure of each class is then shrunk by at most `shrink_replays` replays
     (a work bound: the trace is the same at any load). `require_copies`: see `make_machine`.
+    `observer` also judges each side's every call (`lockstep.observer`; the refinement
+    of the proved relation, `proofs.refine.conformance`).
     Never raises for a broken factory or adapter: that is reported as status "error".
     """
     try:
@@ -306,6 +310,7 @@ def run_conformance(
         return _error(policy, examples, steps, str(exc))
     if seed is None:  # fresh randomness, but a seed that can be printed and re-run
         seed = random.SystemRandom().randrange(2**32)
+    machine.observer = observer
     machine = hypothesis_seed(seed)(machine)
     stats = machine.stats  # type: ignore[attr-defined]
     faults = machine.fault_policy is not None  # type: ignore[attr-defined]
@@ -332,7 +337,9 @@ def run_conformance(
         )
     finally:
         PLAN.disarm()
-    findings = _shrunk(factory, policy, fault_policy, contract, found, stats.hits, shrink_replays)
+    findings = _shrunk(
+        factory, policy, fault_policy, contract, found, stats.hits, shrink_replays, observer
+    )
     if findings:
         status = "failed"
     seconds = time.perf_counter() - start
@@ -368,6 +375,7 @@ def _shrunk(
     found: Sequence[ConformanceFailure],
     hits: Mapping[FindingKind, int],
     replays: int,
+    observer: StepObserver | None = None,
 ) -> tuple[Finding, ...]:
     """Each failure shrunk by at most `replays` replays (keeping its class), as a
     `Finding`."""
@@ -377,7 +385,7 @@ def _shrunk(
         def probe(
             actions: Sequence[Action], kind: FindingKind = failure.kind
         ) -> ConformanceFailure | None:
-            got = replay(factory, policy, fault_policy, PLAN, actions, contract)
+            got = replay(factory, policy, fault_policy, PLAN, actions, contract, observer)
             return got.as_kind(kind) if got is not None else None
 
         best, _ = shrink(probe, failure, replays)

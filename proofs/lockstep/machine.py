@@ -31,6 +31,7 @@ from evictable.proofs.lockstep.inputs import (
     bad_success_calls,
 )
 from evictable.proofs.lockstep.manager import Construct, Fault, LockStep, RunStats, Start, Step
+from evictable.proofs.lockstep.observer import StepObserver
 
 __all__ = ["MAX_BLOCKS", "NUM_BLOCKS", "UNKNOWN_POLICY", "build_machine"]
 
@@ -114,6 +115,8 @@ class _Machine(RuleBasedStateMachine):
     """Why the other round trips are not checked ("" when every one is)."""
     faults_note: ClassVar[str] = ""
     """Why faults are not injected ("" when they are, or were not asked for)."""
+    observer: ClassVar[StepObserver | None] = None
+    """Holds each side's calls to something more (`lockstep.observer`), if set."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -127,6 +130,7 @@ class _Machine(RuleBasedStateMachine):
             cls.contract,
             cls.collect,
         )
+        self.lock.observer = cls.observer
         self.keys = self.lock.keys
 
     def _keys(

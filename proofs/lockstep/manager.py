@@ -67,6 +67,7 @@ from evictable.proofs.lockstep.failures import (
     TraceLine,
 )
 from evictable.proofs.lockstep.inputs import KEYS, Call
+from evictable.proofs.lockstep.observer import StepObserver
 
 __all__ = [
     "Action",
@@ -132,6 +133,9 @@ class LockStep:
         """The model's full snapshot after the last action (what rules draw keys from)."""
         self.m_side: Side | None = None
         self.i_side: Side | None = None
+        self.observer: StepObserver | None = None
+        """Holds each side's calls to something more (`lockstep.observer`), if set."""
+        self._queued: list[tuple[Any, ...]] = []
 
     # ------------------------------------------------------------ queries
 
@@ -223,6 +227,7 @@ class LockStep:
                         apply_copy(self, action)
                     else:
                         self._construct(action)
+                self._flush_observed()
             except StepTimeout as timeout:
                 call = getattr(action, "call", None)
                 code = f"m.{call.text}" if call is not None else f"{action}"
@@ -239,6 +244,7 @@ class LockStep:
 
     def _start(self, a: Start) -> None:
         self.actions.append(a)
+        self._queued = []
         self.stats.examples += 1
         self.faulty = a.faulty and self.fault_policy is not None
         if self.faulty:
@@ -262,6 +268,30 @@ class LockStep:
         except Exception:  # a crashing counter is reported by the state check
             self.counted = True
         self._check_after("construction")
+        if self.observer is not None:
+            self.observer.start()
+
+    def _observed(
+        self, label: str, side: str, call: Call, reply: Reply, before: Side, after: Side
+    ) -> None:
+        """Queue one side's call for the observer (it needs both full snapshots); the
+        observer judges it after the step, outside the step's hang backstop (its work
+        is the suite's own, bounded by its own limits)."""
+        if self.observer is None or before.full is None or after.full is None:
+            return
+        args, kwargs = call.build()
+        self._queued.append(
+            (label, side, call.method, args, kwargs, reply, before.full, after.full)
+        )
+
+    def _flush_observed(self) -> None:
+        queued, self._queued = self._queued, []
+        for label, side, method, args, kwargs, reply, before, after in queued:
+            if self.observer is None:
+                return
+            why = self.observer.step(side, method, args, kwargs, reply, before, after)
+            if why is not None:
+                self._fail(f"{label}: {why}", Kind.STATE)
 
     def _step(self, a: Step) -> None:
         model, impl, m_before, i_before = self._sides()
@@ -296,6 +326,8 @@ class LockStep:
         """Observe both sides after `call` answered `rm` / `ri`, judge the call under
         the contract (every finding it makes), then the state after it."""
         m_after, i_after = self._observe(label)
+        self._observed(label, "the model", call, rm, m_before, m_after)
+        self._observed(label, "the implementation", call, ri, i_before, i_after)
         args, _ = call.build()
         found = judge_call(
             self.contract,
@@ -353,6 +385,7 @@ class LockStep:
                 f"{label}: impl did not re-raise the injected fault: {ri.describe()}", Kind.ERROR
             )
         _, i_after = self._observe(label)
+        self._observed(label, "the implementation", a.call, ri, i_before, i_after)
         if i_after.view != i_before.view:
             self._fail(
                 f"{label}: impl changed state although the call failed "
@@ -398,9 +431,11 @@ def replay(
     plan: FaultPlan,
     actions: Sequence[Action],
     contract: Contract = DEFAULT,
+    observer: StepObserver | None = None,
 ) -> ConformanceFailure | None:
     """Run `actions` from scratch; the failure they provoke, or None."""
     lock = LockStep(factory, policy, fault_policy, plan, contract=contract)
+    lock.observer = observer
     try:
         for action in actions:
             lock.apply(action)

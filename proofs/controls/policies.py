@@ -11,7 +11,7 @@ unmodified `CPUOffloadingManager` that uses the broken policy in place of "lru" 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Set
+from collections.abc import Iterable, Sequence, Set
 
 from evictable.impl.block import BlockStatus
 from evictable.impl.policies.arc import ARCCachePolicy
@@ -229,6 +229,14 @@ EvictableMovesToMru = mutant(
 )
 
 
+class PinnedStaysIdle(ARCCachePolicy):
+    """`became_pinned` does nothing: a record whose ref count left 0 stays in its idle
+    ring, so the policy counts a block being read among the evictable ones."""
+
+    def became_pinned(self, blocks: Sequence[BlockStatus]) -> None:
+        return None  # BUG: the records stay where evict() looks for victims
+
+
 class B2HitGrowsTarget(ARCCachePolicy):
     """A ghost hit in B2 grows the target like a B1 hit (sign slip), instead of
     shrinking it."""
@@ -363,6 +371,7 @@ ARC_BUGS: tuple[SeededBug, ...] = (
             ("ghosts_never_trimmed", GhostsNeverTrimmed),
             ("evictable_moves_to_mru", EvictableMovesToMru),
             ("b2_hit_grows_target", B2HitGrowsTarget),
+            ("pinned_stays_idle", PinnedStaysIdle),
         )
     )
     + tuple(

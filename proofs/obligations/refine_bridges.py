@@ -1,6 +1,6 @@
-"""`bridge.*`, `bound.counters.*`: the Z3 relations hold on the code's own steps
-(per block, per manager call, the free queue, the counters), each with a broken
-variant.
+"""`bridge.*`: the Z3 relations hold on the code's own steps (per block, the free
+queue), each with a broken variant. (Per manager call, with the counters:
+`refine_manager`.)
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from evictable.model.lifecycle import (
     Machine,
     step,
 )
-from evictable.proofs.base.bounds import Bounds
 from evictable.proofs.base.levels import Level
 from evictable.proofs.base.records import (
     Kind,
@@ -21,25 +20,14 @@ from evictable.proofs.base.records import (
     Outcome,
 )
 from evictable.proofs.controls.gpu import SEEDED_QUEUES
-from evictable.proofs.controls.manager import CounterDriftOnEviction
 from evictable.proofs.controls.tables import MissesMarkEvictableOnLoadEnd, step_ignoring_guards
 from evictable.proofs.explore.coverage import RecordingModel
 from evictable.proofs.refine.bridges import (
     REF_BOUND,
     StepFn,
     check_block_bridge,
-    check_counters,
     check_free_queue,
-    check_manager_bridge,
 )
-
-BOUNDS: dict[str, Bounds] = {
-    "quick": Bounds(slots=2, keys=3, max_ref=2, batch=2),
-    "default": Bounds(slots=3, keys=4, max_ref=2, batch=2),
-    "thorough": Bounds(slots=3, keys=5, max_ref=2, batch=3),
-}
-"""The worlds of `bridge.manager` and `bound.counters.impl`."""
-
 
 QUEUE_BLOCKS: dict[str, int] = {"quick": 3, "default": 3, "thorough": 4}
 """K, the blocks of `bridge.free_queue`."""
@@ -54,8 +42,8 @@ def _block(machine: Machine, step_fn: StepFn, _backstop_s: float) -> Outcome:
 
 
 def obligations(level: Level) -> list[Obligation]:
-    """The bridges and the implementation's counters, at `level`'s bounds."""
-    bounds, k = BOUNDS[level], QUEUE_BLOCKS[level]
+    """The per-block and free-queue bridges at `level`'s bounds."""
+    k = QUEUE_BLOCKS[level]
     broken_queue = SEEDED_QUEUES["prepend_n_reversed"]
     out = [
         Obligation(
@@ -72,16 +60,6 @@ def obligations(level: Level) -> list[Obligation]:
     ]
     out += [
         Obligation(
-            "bridge.manager",
-            "every call on every reachable model state steps each key by the Z3 relation T "
-            "(state, ref, evictable list), and a refused call names a pair T rejects",
-            lambda _t: check_manager_bridge(bounds),
-            lambda _t: check_manager_bridge(bounds, _MissesMarkEvictable),
-            "a model that forgets mark_evictable on the last load end is refuted",
-            kind=Kind.EXPLORED,
-            bounds=bounds.describe(),
-        ),
-        Obligation(
             "bridge.free_queue",
             f"every queue of <= {k} blocks and every operation: the Z3 queue operations "
             "give the queue impl/free_queue.py leaves",
@@ -90,16 +68,6 @@ def obligations(level: Level) -> list[Obligation]:
             "a queue whose prepend_n reverses its blocks is refuted",
             kind=Kind.EXPLORED,
             bounds=f"every queue of <= {k} blocks, every operation",
-        ),
-        Obligation(
-            "bound.counters.impl",
-            "on every reachable call the implementation's counters change as the rule of the "
-            "Z3 manager proofs says (manager_ops.counters_after) and equal the counts",
-            lambda _t: check_counters(bounds),
-            lambda _t: check_counters(bounds, CounterDriftOnEviction),
-            "an implementation whose eviction forgets num_evictable -= #victims is refuted",
-            kind=Kind.EXPLORED,
-            bounds=bounds.describe(),
         ),
     ]
     return out

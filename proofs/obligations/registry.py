@@ -21,6 +21,7 @@ GROUPS: tuple[str, ...] = (
     "evictable.proofs.obligations.z3_manager",
     "evictable.proofs.obligations.z3_bmc",
     "evictable.proofs.obligations.refine_bridges",
+    "evictable.proofs.obligations.refine_manager",
     "evictable.proofs.obligations.z3_counters",
     "evictable.proofs.obligations.z3_eviction",
     "evictable.proofs.obligations.refine_bound",

@@ -9,21 +9,19 @@ within small bounds (so each is an exhaustive exploration, `Kind.EXPLORED`):
   perturbed result (another state, a ref off by one, the list flag flipped) does not,
   and a step that raised is one `encode.rejects_term` names. Control: a step
   function that ignores the ref guards (`controls.tables.step_ignoring_guards`).
-* `bridge.manager` -- every call on every reachable state of the model manager
-  (`explore.coverage.edges`, which records the events the model gives each key):
-  each key's (before, event, after), read off the snapshots (state, ref, place in
-  the LRU evictable list), satisfies `step_term`, perturbed ones do not, a key
-  without an event is unchanged, and a refused call names a pair `rejects_term`
-  rejects and changed nothing. Control: a model that forgets `mark_evictable` on
-  the last load end.
+* `judge_keys`, one of the judges of `refine.manager.<policy>`
+  (`proofs.refine.manager_walk`): on a call of the model manager, each key's (before,
+  event, after), read off the snapshots (state, ref, membership in the policy's
+  evictable view) and the events the model gave it, satisfies `step_term`, perturbed
+  ones do not, a key without an event is unchanged, and a refused call names a pair
+  `rejects_term` rejects and changed nothing.
 * `bridge.free_queue` -- every queue of up to K blocks and every operation on it:
   the Z3 queue operations of `proofs.z3.free_queue`, evaluated on the concrete
   queue, give exactly the queue `impl/free_queue.py` leaves, and every queue is
   well formed in Z3. Control: a queue whose `prepend_n` reverses its blocks.
-* `bound.counters.impl` -- every call on every reachable state, with the
-  implementation stepped beside the model: the implementation's counters change as
-  `manager_ops.counters_after` says (the rule the Z3 proofs use), from what the call
-  did, and equal the counts. Control: an eviction that forgets to decrement.
+* `judge_counters`, another judge of that walk: the implementation's counters
+  change as `counter_rules.counters_after` says (the rule the Z3 proofs use), from
+  what the call did, and equal the counts.
 """
 
 from __future__ import annotations
@@ -35,7 +33,6 @@ from typing import Any
 import z3
 
 from evictable.impl.free_queue import FreeKVCacheBlockQueue, KVCacheBlock
-from evictable.impl.manager import CPUOffloadingManager
 from evictable.model.errors import DuplicateKeysError, LifecycleError
 from evictable.model.lifecycle import (
     CpuEvent,
@@ -45,18 +42,15 @@ from evictable.model.lifecycle import (
     Phase,
     step,
 )
-from evictable.model.types import LruPolicySnapshot, ManagerSnapshot, PrepareStoreOutput
-from evictable.proofs.base.bounds import Bounds
-from evictable.proofs.base.protocol import Factory
+from evictable.model.types import ManagerSnapshot, PrepareStoreOutput, evictable_view
 from evictable.proofs.base.records import (
     HANG_BACKSTOP_S,
     Outcome,
-    Status,
     check_deadline,
     proved,
     refuted,
 )
-from evictable.proofs.explore.coverage import Call, RecordingModel, Walk, edges
+from evictable.proofs.explore.coverage import Call
 from evictable.proofs.z3 import free_queue as fq
 from evictable.proofs.z3.counter_rules import CallCounts, counters_after
 from evictable.proofs.z3.encode import concrete_terms, rejects_term, state_sort, step_term
@@ -66,11 +60,11 @@ __all__ = [
     "REF_BOUND",
     "Oracle",
     "check_block_bridge",
-    "check_counters",
     "check_free_queue",
-    "check_manager_bridge",
     "encode_queue",
     "ground_queue",
+    "judge_counters",
+    "judge_keys",
 ]
 
 REF_BOUND = 4
@@ -188,7 +182,8 @@ def check_block_bridge(machine: Machine, step_fn: StepFn = step) -> Outcome:
 
 
 def _view(snap: ManagerSnapshot, key: Hashable) -> tuple[Phase, bool]:
-    listed = isinstance(snap.policy, LruPolicySnapshot) and key in snap.policy.evictable
+    view = evictable_view(snap.policy)
+    listed = view is not None and key in view
     for e in snap.blocks:
         if e.key == key:
             return Phase(e.state, e.ref_cnt), listed
@@ -196,13 +191,11 @@ def _view(snap: ManagerSnapshot, key: Hashable) -> tuple[Phase, bool]:
 
 
 def _keys(snap: ManagerSnapshot) -> set[Hashable]:
-    out: set[Hashable] = {e.key for e in snap.blocks}
-    if isinstance(snap.policy, LruPolicySnapshot):
-        out |= set(snap.policy.evictable)
-    return out
+    return {e.key for e in snap.blocks} | set(evictable_view(snap.policy) or ())
 
 
-def _judge_call(oracle: Oracle, call: Call) -> str | None:
+def judge_keys(oracle: Oracle, call: Call) -> str | None:
+    """Each key's step of the model's `call` is a step of T (see the module docstring)."""
     side = call.model
     before, after = side.before, side.after
     if side.reply.raised:
@@ -233,21 +226,6 @@ def _judge_call(oracle: Oracle, call: Call) -> str | None:
     return None
 
 
-def _walk_outcome(walk: Walk, what: str) -> Outcome:
-    figures = f"{walk.states} states, {walk.transitions} calls"
-    if walk.failure is not None:
-        return refuted(walk.failure)
-    if not walk.complete:
-        return Outcome(Status.UNKNOWN, f"{what}: the walk did not finish ({figures})")
-    return proved(figures)
-
-
-def check_manager_bridge(bounds: Bounds, model: type[RecordingModel] = RecordingModel) -> Outcome:
-    """Every call on every reachable state steps each key by the relation T."""
-    oracle = Oracle(model.machine)
-    return _walk_outcome(edges(bounds, lambda c: _judge_call(oracle, c), model), "bridge")
-
-
 # ------------------------------------------------------------------ counters of the impl
 
 
@@ -269,7 +247,8 @@ def _call_counts(call: Call) -> CallCounts:
     )
 
 
-def _judge_counters(call: Call) -> str | None:
+def judge_counters(call: Call) -> str | None:
+    """The implementation's counters after `call` follow `counters_after` and the counts."""
     impl = call.impl
     if impl is None:
         return "no implementation was stepped"
@@ -296,11 +275,6 @@ def _judge_counters(call: Call) -> str | None:
     if got != counted:
         return f"{call.op}: counters {got} but {counted} keys are READY / PENDING"
     return None
-
-
-def check_counters(bounds: Bounds, factory: Factory = CPUOffloadingManager) -> Outcome:
-    """The implementation's counters follow `counters_after` on every reachable call."""
-    return _walk_outcome(edges(bounds, _judge_counters, factory=factory), "counters")
 
 
 # ------------------------------------------------------------------ the free queue

@@ -2,7 +2,7 @@
 
 `impl/manager.py` keeps `num_evictable` and `num_pending` by hand: each operation
 adds or subtracts what it did. `counters_after` is that arithmetic, written once over
-numbers that are Python ints (a concrete call, `bound.counters.impl` in
+numbers that are Python ints (a concrete call, `judge_counters` of `refine.manager.*` in
 `proofs.refine.bridges`) or Z3 terms (the relations of `proofs.z3.manager_ops`, proved by
 `counters.*` and `manager.consecution.*`). `forgetting` breaks it on purpose (the
 negative controls).

@@ -9,7 +9,7 @@ invariant (`proofs.z3.manager`), that the update of `<op>` changes each counter 
 exactly the change of the number of keys in its state over the keys the call
 touched (every other key is unchanged), so counter = count is kept by every call.
 That the implementation's code makes exactly these updates on every reachable call
-is checked by executing it: `bound.counters.impl` (`proofs.refine.bridges`).
+is checked by executing it: `refine.manager.*` (`proofs.refine.bridges.judge_counters`).
 
 Each negative control is the rule forgetting one of `<op>`'s updates (`prepare_store`
 forgetting the victims is the seeded bug `counter_drift_on_eviction`).

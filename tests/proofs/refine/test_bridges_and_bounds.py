@@ -30,9 +30,7 @@ def test_every_binding_is_an_exploration() -> None:
     assert {
         "bridge.block.cpu",
         "bridge.block.gpu",
-        "bridge.manager",
         "bridge.free_queue",
-        "bound.counters.impl",
         "bound.eviction.lru",
         "bound.eviction.lru.order",
         "bound.eviction.arc",
@@ -56,18 +54,6 @@ def test_a_step_ignoring_guards_leaves_the_relation() -> None:
     assert outcome.status is Status.COUNTEREXAMPLE
     assert outcome.counterexample.startswith("load_end:")
     assert bridges.check_block_bridge(GPU_MACHINE).status is Status.PROVED
-
-
-def test_the_manager_bridge_names_the_call_and_the_key() -> None:
-    text = refuted_control(OBLIGATIONS["bridge.manager"])
-    assert text.startswith("complete_load(['a']): key 'a': load_end:")
-    assert "shortest trace: prepare_store(['a']) ; complete_store(['a'])" in text
-
-
-def test_the_counter_drift_is_seen_in_the_implementations_counters() -> None:
-    text = refuted_control(OBLIGATIONS["bound.counters.impl"])
-    assert "the implementation's counters (num_evictable, num_pending)" in text
-    assert "the rule says" in text
 
 
 @pytest.mark.parametrize(

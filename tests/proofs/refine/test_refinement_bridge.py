@@ -7,7 +7,7 @@ one block of either table, and whole `ModelManager` operations observed through
 snapshots -- and each (pre, event, post) is evaluated in Z3 (`bridges.Oracle`): it
 must satisfy T, and a perturbed post (other state, other ref, flipped list
 membership) must not. A rejected step must be one T calls rejected. `evictable
-verify` runs the exhaustive form at small bounds (`bridge.block.*`, `bridge.manager`,
+verify` runs the exhaustive form at small bounds (`bridge.block.*`, `refine.manager.*`,
 which takes each key's event from what the model executed).
 """
 

@@ -1,0 +1,191 @@
+"""`refine.manager.<policy>`: every explored call of the model and of the implementation
+is a step of the manager relation the Z3 records prove (`proofs.refine.manager_walk`);
+`refine.conformance.<policy>`: so is every call of a lock-step conformance run
+(`proofs.refine.conformance`).
+
+The explored record's control is a set of broken variants, every one of which must be caught: the
+relation drifted from the code (its `prepare_store` ignores the free stack), a
+relation that leaves a field free (it admits two outcomes of one call), a model that
+forgets `mark_evictable`, and implementations broken in the manager (counters, slot
+reuse, a failed store's slot) and, for ARC, in the policy (a pinned record left
+idle).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+import z3
+
+from evictable.impl.manager import CPUOffloadingManager
+from evictable.proofs.base.bounds import Bounds
+from evictable.proofs.base.levels import Level
+from evictable.proofs.base.records import Kind, Obligation, Outcome, Status, proved, refuted
+from evictable.proofs.controls.catalogue import by_name
+from evictable.proofs.controls.tables import MissesMarkEvictableOnLoadEnd
+from evictable.proofs.explore.coverage import RecordingModel
+from evictable.proofs.lockstep.conformance import run_conformance
+from evictable.proofs.refine.conformance import RefinementObserver
+from evictable.proofs.refine.manager import ManagerOracle
+from evictable.proofs.refine.manager_walk import check_refinement
+from evictable.proofs.z3.counter_rules import CallCounts, counters_after
+from evictable.proofs.z3.manager_ops import MANAGER, Variant
+
+__all__ = ["BOUNDS", "obligations"]
+
+BOUNDS: dict[str, dict[Level, Bounds]] = {
+    "lru": {
+        "quick": Bounds(slots=2, keys=3, max_ref=2, batch=2),
+        "default": Bounds(slots=3, keys=4, max_ref=2, batch=2),
+        "thorough": Bounds(slots=3, keys=5, max_ref=2, batch=3),
+    },
+    "arc": {
+        "quick": Bounds(slots=2, keys=3, max_ref=2, batch=1, policy="arc"),
+        "default": Bounds(slots=2, keys=3, max_ref=2, batch=2, policy="arc"),
+        "thorough": Bounds(slots=3, keys=4, max_ref=2, batch=2, policy="arc"),
+    },
+}
+"""The worlds walked, per policy and level."""
+
+
+class _MissesMarkEvictable(RecordingModel, MissesMarkEvictableOnLoadEnd):
+    """The recording model over the broken one (`controls.tables`)."""
+
+
+def _pending_left_free(
+    op: str, ne: z3.ArithRef, np_: z3.ArithRef, n: CallCounts
+) -> tuple[z3.ArithRef, z3.ArithRef]:
+    """A counter rule that leaves `num_pending` free after every call."""
+    return counters_after(op, ne, np_, n)[0], z3.FreshInt("free_num_pending")
+
+
+DRIFTED = Variant(ignores_free_stack=True)
+"""The relation drifted from the code: `prepare_store` evicts although freed slots exist."""
+
+LOOSE = Variant(counters=_pending_left_free)
+"""A relation that admits two outcomes of one call (any `num_pending`)."""
+
+_IMPL_BUGS: dict[str, tuple[str, ...]] = {
+    "lru": ("counter_drift_on_eviction", "fifo_slot_reuse", "failed_store_keeps_slot"),
+    "arc": ("pinned_stays_idle", "counter_drift_on_eviction"),
+}
+"""Seeded implementation bugs (`controls.catalogue`) each control run must catch."""
+
+
+def _controls(bounds: Bounds, policy: str) -> dict[str, Callable[[], Outcome]]:
+    out: dict[str, Callable[[], Outcome]] = {
+        "relation ignores the free stack": lambda: check_refinement(bounds, variant=DRIFTED),
+        "relation leaves num_pending free": lambda: check_refinement(bounds, variant=LOOSE),
+        "model forgets mark_evictable": lambda: check_refinement(
+            bounds, model=_MissesMarkEvictable
+        ),
+    }
+    for name in _IMPL_BUGS[policy]:
+        factory = by_name(name).factory
+        out[f"implementation {name}"] = partial(check_refinement, bounds, factory=factory)
+    return out
+
+
+def _tested(run: Callable[[], Outcome]) -> Callable[[float], Outcome]:
+    return lambda _backstop_s: run()
+
+
+def _claim(bounds: Bounds) -> Callable[[float], Outcome]:
+    return lambda _backstop_s: check_refinement(bounds)
+
+
+CONFORMANCE: dict[Level, tuple[int, int, int | None]] = {
+    "quick": (20, 30, 0),
+    "default": (30, 30, 0),
+    "thorough": (300, 60, None),
+}
+"""Examples x steps and seed of `refine.conformance.<policy>` (the relation judges
+every call, which costs more per step than the comparison of `conformance.*`)."""
+
+
+def _conformance(policy: str, level: Level, variant: Variant = MANAGER) -> Callable[[], Outcome]:
+    examples, steps, seed = CONFORMANCE[level]
+
+    def run() -> Outcome:
+        observer = RefinementObserver(ManagerOracle(variant=variant))
+        record = run_conformance(
+            CPUOffloadingManager,
+            policy,
+            examples,
+            steps,
+            seed,
+            inject_faults=True,
+            stop_at_first=True,
+            require_copies=True,
+            observer=observer,
+        )
+        out = record.outcome()
+        if out.status is Status.PROVED:
+            return proved(f"{out.detail}; {observer.figures()}")
+        return out
+
+    return run
+
+
+def _every(controls: dict[str, Callable[[], Outcome]]) -> Callable[[float], Outcome]:
+    """Refuted only when every broken variant is caught; the text says how each was."""
+
+    def run(_backstop_s: float) -> Outcome:
+        caught = []
+        for what, control in controls.items():
+            out = control()
+            if out.status is not Status.COUNTEREXAMPLE:
+                return proved(f"{what} was not caught ({out.status.value})")
+            caught.append(f"{what}: {out.counterexample.splitlines()[0]}")
+        return refuted("\n".join(caught))
+
+    return run
+
+
+def obligations(level: Level) -> list[Obligation]:
+    """`refine.manager.<policy>` and `refine.conformance.<policy>` at `level`."""
+    examples, steps, seed = CONFORMANCE[level]
+    out = []
+    for policy, by_level in BOUNDS.items():
+        bounds = by_level[level]
+        out.append(
+            Obligation(
+                f"refine.manager.{policy}",
+                "every call on every reachable state, of the model and of the "
+                "implementation, is the one step the proved manager relation admits "
+                "(key states, refs, evictable view, slots, free stack, high-water mark, "
+                "counters, refusal and reply), each key a step of T, the counters as "
+                "counters_after says",
+                _claim(bounds),
+                _every(_controls(bounds, policy)),
+                "every broken variant is caught: a relation that ignores the free stack, "
+                "one that leaves num_pending free, a model that forgets mark_evictable, "
+                f"implementations {', '.join(_IMPL_BUGS[policy])}",
+                tags=("refine", "manager"),
+                kind=Kind.EXPLORED,
+                bounds=bounds.describe(),
+            )
+        )
+        out.append(
+            Obligation(
+                f"refine.conformance.{policy}",
+                "every call of the lock-step conformance run (ordinary, refused, malformed, "
+                "with a policy hook failing), of the model and of the implementation, is "
+                "the one step the proved manager relation admits, and each side's next "
+                "call starts from the state its last call left (copies included)",
+                _tested(_conformance(policy, level)),
+                _every(
+                    {
+                        "relation ignores the free stack": _conformance(policy, level, DRIFTED),
+                        "relation leaves num_pending free": _conformance(policy, level, LOOSE),
+                    }
+                ),
+                "a relation that ignores the free stack, and one that leaves num_pending "
+                "free, are each refuted on a step of the run",
+                tags=("refine", "conformance"),
+                kind=Kind.TESTED,
+                bounds=f"{examples} examples x {steps} steps, seed {seed}, batches <= 4 keys",
+            )
+        )
+    return out

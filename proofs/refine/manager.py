@@ -1,0 +1,453 @@
+"""The proved manager relation as the oracle of every call the code makes.
+
+`manager.consecution.*` and `bmc.manager` prove their claims of one relation,
+`z3.manager_ops.relation`. `ManagerOracle` evaluates that very relation on concrete
+calls -- the model's and the implementation's, on every edge the explorer visits
+and on every conformance step -- and requires what the code did to be the one thing
+the relation admits (docs/proofs.md, "Refinement"):
+
+* the **pre-state** is read off the snapshot before the call (`abstraction`): each
+  key's state, ref count, membership in the policy's evictable view (`listed`) and
+  slot; the free stack, high-water mark, capacity and counters (slot owners and
+  stack positions follow from them);
+* the **inputs** are the call's batch, taken as the code's own argument checks take
+  it (`model.validate`: argument shape is not part of the relation, so a malformed
+  call must raise `InvalidArgumentError` and change nothing), and for
+  `prepare_store` the policy's choice, read off the reply (`evicted_keys` in order;
+  a None reply or a refused call: the policy supplied none);
+* in a finite world of exactly the keys the call and both snapshots mention (plus
+  one absent key) and the manager's slots, the relation must admit the **observed**
+  outcome: every key's state, ref count (when resident), listed bit and slot (when
+  resident), the free stack in order, the high-water mark, both counters; whether
+  the call was refused, and why (a repeated key raises `DuplicateKeysError`, else
+  the first refused key in input order raises the table's error for its state);
+  and the reply (the keys stored and their slots, the victims, the keys committed,
+  the slots of a load);
+* and what the relation admits must be the **only** outcome it admits: Z3 shows once
+  per operation and batch bound, over keys of an uninterpreted sort, that two
+  outcomes of one pre-state and one input agree on every field a snapshot shows, on
+  the refusal and on the reply (`manager_shape.functional`; a longer call is shown
+  unique on its own). So every perturbed outcome is refused, and a relation that
+  leaves a field free fails at the first call that meets it.
+
+A call that raised anything else (an injected policy fault, for instance) must have
+changed nothing: the relation's all-or-nothing. Calls that change no state
+(`lookup`, `take_events`) must leave it as it was.
+
+Cost: the relation of a shape is built once with a symbolic pre-state; a call is one
+solver check under assumptions (the concrete values, as literals cached per shape),
+under the rlimit (`z3.solver`). Only a call the relation refuses is solved again,
+without the observations, to say which field left it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import z3
+
+from evictable.model.errors import DuplicateKeysError, InvalidArgumentError, LifecycleError
+from evictable.model.lifecycle import CPU_MACHINE, CpuState, Machine
+from evictable.model.types import ManagerSnapshot, PrepareStoreOutput, evictable_view
+from evictable.model.validate import check_keys, check_keys_and_success, touch_keys
+from evictable.proofs.base.compare import Reply
+from evictable.proofs.refine.manager_shape import (
+    FUNCTIONAL_BATCH,
+    Shape,
+    build_shape,
+    functional,
+    observed_values,
+    pre_values,
+)
+from evictable.proofs.z3.manager_ops import MANAGER, Variant, event_of
+from evictable.proofs.z3.manager_state import SS
+from evictable.proofs.z3.solver import check, check_assumed, unknown
+
+__all__ = ["STATE_METHODS", "ManagerOracle", "op_name"]
+
+Term = Any
+
+STATE_METHODS: frozenset[str] = frozenset(
+    {"prepare_store", "complete_store", "prepare_load", "complete_load", "touch", "reset_cache"}
+)
+"""The methods the relation speaks about (the others change no state)."""
+
+_KEY_SIZES = (4, 8, 12, 16, 24, 32, 48, 64)
+_BATCH_SIZES = (1, 2, 4, 8, 16, 32)
+_SLOT_SIZES = (2, 4, 8, 16, 32, 64)
+"""A shape's world is rounded up (keys, slot ids, batch) so that few shapes serve
+many calls; the manager's capacity is a value of the pre-state."""
+
+
+def op_name(method: str, success: object = True) -> str:
+    """The relation's name of a call (`complete_store.success` / `.failure`)."""
+    if method == "complete_store":
+        return f"complete_store.{'failure' if success is False else 'success'}"
+    return method
+
+
+def _round(n: int, sizes: Sequence[int]) -> int:
+    return next((s for s in sizes if n <= s), n)
+
+
+@dataclass
+class _Call:
+    """One call in a shape's terms: the key numbering and the values to assume."""
+
+    op: str
+    keys: list[Hashable]
+    victims: list[Hashable]
+    supplied: bool
+    index: dict[Hashable, int]
+    names: dict[int, str]
+    pre: dict[str, Any] = field(default_factory=dict)
+    post: dict[str, Any] = field(default_factory=dict)
+
+
+class ManagerOracle:
+    """Judges concrete calls by `manager_ops.relation` (see the module docstring)."""
+
+    def __init__(self, machine: Machine = CPU_MACHINE, variant: Variant = MANAGER) -> None:
+        self.machine = machine
+        self.variant = variant
+        self._shapes: dict[tuple[str, int, int, int], Shape] = {}
+        self._admitted: set[tuple[Any, ...]] = set()
+        self._functional: dict[tuple[str, int], str | None] = {}
+        self.calls = 0
+        """Calls judged."""
+        self.solved = 0
+        """Calls that step the state (the others change no state or were malformed)."""
+        self.checks = 0
+        """Solver checks made (a call judged before is not checked again)."""
+        self.functional_batch = FUNCTIONAL_BATCH
+        """Up to this batch length the relation's functionality is shown once per
+        operation (`manager_shape.functional`); a longer call on its own."""
+
+    @property
+    def shapes(self) -> int:
+        """Shapes built (each shown functional once)."""
+        return len(self._shapes)
+
+    def functional(self, op: str, batch: int) -> str | None:
+        """`manager_shape.functional` of this oracle's relation, once per (op, batch)."""
+        if (op, batch) not in self._functional:
+            self._functional[op, batch] = functional(self.machine, self.variant, op, batch)
+        return self._functional[op, batch]
+
+    def _shape(self, op: str, keys: int, slots: int, batch: int) -> Shape:
+        key = (op, keys, slots, batch)
+        if key not in self._shapes:
+            self._shapes[key] = build_shape(self.machine, self.variant, op, keys, slots, batch)
+        return self._shapes[key]
+
+    def judge(
+        self,
+        method: str,
+        args: Sequence[Any],
+        kwargs: dict[str, Any],
+        reply: Reply,
+        before: ManagerSnapshot,
+        after: ManagerSnapshot,
+    ) -> str | None:
+        """None when the call is a step of the relation, else why not (one line).
+
+        A relation that admits two outcomes for the call is reported the same way
+        (a defect of the relation, not of the code: the message says so)."""
+        self.calls += 1
+        if method not in STATE_METHODS:
+            return _unchanged(method, before, after, "changes no state")
+        batch = _batch(method, args, kwargs)
+        if isinstance(batch, InvalidArgumentError):
+            if not reply.raised or not isinstance(reply.value, InvalidArgumentError):
+                return (
+                    f"{method}: its arguments are malformed ({batch}), but the call did not "
+                    "raise InvalidArgumentError"
+                )
+            return _unchanged(method, before, after, "raised on malformed arguments")
+        keys, success = batch
+        if reply.raised and not isinstance(reply.value, LifecycleError):
+            return _unchanged(method, before, after, f"raised {type(reply.value).__name__}")
+        self.solved += 1
+        return self._judge(op_name(method, success), keys, reply, before, after)
+
+    def _judge(
+        self,
+        op: str,
+        keys: list[Hashable],
+        reply: Reply,
+        before: ManagerSnapshot,
+        after: ManagerSnapshot,
+    ) -> str | None:
+        victims: list[Hashable] = []
+        supplied = not reply.raised  # a refused call asks the policy for nothing
+        if op == "prepare_store" and not reply.raised:
+            if reply.value is None:
+                supplied = False
+            elif isinstance(reply.value, PrepareStoreOutput):
+                victims = list(reply.value.evicted_keys)
+            else:
+                return f"prepare_store returned {reply.value!r}, not a PrepareStoreOutput or None"
+        universe = _universe(before, after, keys, victims)
+        index = {k: i for i, k in enumerate(universe)}
+        size = _round(len(universe) + 1, _KEY_SIZES)
+        batch = _round(max(len(keys), len(victims), 1), _BATCH_SIZES)
+        if len(victims) > len(keys):
+            return f"{op}{_args(keys)}: {len(victims)} victims for a call of {len(keys)} keys"
+        slots = _round(max(before.num_blocks, 1), _SLOT_SIZES)
+        shape = self._shape(op, size, slots, batch)
+        names = {i: repr(k) for k, i in index.items()}
+        names[size - 1] = "(an absent key)"
+        call = _Call(op, keys, victims, supplied, index, names)
+        call.pre = pre_values(before, index, size, slots)
+        call.post = observed_values(after, index, size, slots)
+        seen = (
+            (shape.op, shape.world.keys, shape.slots, shape.batch),
+            tuple(call.pre.values()),
+            tuple(index[k] for k in keys),
+            tuple(index[v] for v in victims),
+            supplied,
+            reply.describe(),
+            (getattr(reply.value, "state", None), getattr(reply.value, "event", None)),
+            tuple(call.post.values()),
+        )
+        if seen in self._admitted:  # this very call was judged before (the other side's)
+            return None
+        inputs = shape.input_literals(keys, victims, supplied, index)
+        if inputs is None:
+            return f"{op}{_args(keys)}: a key of the call is outside the shape's world"
+        given = [*shape.pre_literals(call.pre), *inputs]
+        outcome = _outcome_literals(shape, call, reply)
+        if isinstance(outcome, str):
+            return f"{op}{_args(keys)} left the proved relation: {outcome}"
+        literals = [*given, *outcome, *shape.post_literals(call.post)]
+        self.checks += 1
+        result = check_assumed(shape.solver, literals)
+        if result == z3.unknown:
+            raise RuntimeError(
+                f"{op}: the relation was not decided: {unknown(shape.solver).detail}"
+            )
+        if result != z3.sat:
+            why = _diagnose(shape, call, given, reply)
+            return f"{op}{_args(keys)} left the proved relation: {why}"
+        if shape.batch <= self.functional_batch:
+            loose = self.functional(op, shape.batch)
+        elif not shape.unique(given):
+            loose = f"{op}: the relation admits two outcomes of this call"
+        else:
+            loose = None
+        if loose is not None:
+            return (
+                f"{op}{_args(keys)}: the relation is not functional, so it checks nothing: {loose}"
+            )
+        self._admitted.add(seen)
+        return None
+
+
+# ------------------------------------------------------------------ the outcome
+
+
+def _outcome_literals(shape: Shape, call: _Call, reply: Reply) -> list[Term] | str:
+    """The refusal and its reason, or the reply, as literals (or why they cannot be)."""
+    step, keys = shape.step, call.keys
+    if reply.raised:
+        err = reply.value
+        lits = [step.rejected]
+        if isinstance(err, DuplicateKeysError):
+            return [*lits, step.duplicate]
+        if err.event is None or err.state is None or not err.keys:
+            return f"it raised {type(err).__name__} ({err}), which is no refusal of the table"
+        key = err.keys[0]
+        if key not in call.index or key not in keys:
+            return f"it raised {type(err).__name__} for {key!r}, which is not in the call"
+        first = keys.index(key)
+        state = call.pre[f"state[{call.index[key]}]"]
+        row = shape.machine.rejection(state, event_of(call.op))
+        if row is None or type(err) is not row.error or err.state != state.name:
+            want = row.error.__name__ if row is not None else "no error"
+            return (
+                f"it raised {type(err).__name__} for {key!r} in {err.state}; {key!r} is "
+                f"{state.name}, for which the table names {want}"
+            )
+        return [
+            *lits,
+            z3.Not(step.duplicate),
+            *[z3.Not(t) for t in step.refused[:first]],
+            step.refused[first],
+        ]
+    lits = [z3.Not(step.rejected)]
+    value = reply.value
+    n = len(keys)
+    if call.op == "prepare_store":
+        if value is None:
+            return [*lits, step.branches["returns None: no victims supplied"]]
+        stored = {k: i for i, k in enumerate(value.keys_to_store)}
+        if list(value.keys_to_store) != [k for k in keys if k in stored]:
+            return f"it stores {value.keys_to_store!r}, not keys of the call in input order"
+        if len(value.slot_ids) != len(value.keys_to_store):
+            return f"it answered {len(value.slot_ids)} slots for {len(stored)} keys to store"
+        acting = step.actors[shape.batch :]
+        for i, k in enumerate(keys):
+            lits.append(acting[i].active if k in stored else z3.Not(acting[i].active))
+            if k in stored:
+                lits.append(shape.slot_of_key(i) == value.slot_ids[stored[k]])
+        used = len(call.victims)
+        lits += [
+            a.active if j < used else z3.Not(a.active)
+            for j, a in enumerate(step.actors[: shape.batch])
+        ]
+        return lits
+    if call.op.startswith("complete_store"):
+        acted = list(value) if isinstance(value, list) else None
+        if acted is None or acted != [k for k in keys if k in set(acted)]:
+            return f"it answered {value!r}, not a list of the call's keys in input order"
+        return lits + [
+            step.actors[i].active if k in acted else z3.Not(step.actors[i].active)
+            for i, k in enumerate(keys)
+        ]
+    if call.op == "prepare_load":
+        if not isinstance(value, list) or len(value) != n:
+            return f"it answered {value!r}, not one slot per key"
+        return lits + [shape.slot_of_key(i) == value[i] for i in range(n)]
+    if value is not None:
+        return f"it returned {value!r}; {call.op} returns None"
+    return lits
+
+
+# ------------------------------------------------------------------ diagnosis
+
+
+def _diagnose(shape: Shape, call: _Call, given: list[Term], reply: Reply) -> str:
+    """Why the relation refuses the observed outcome: the fields that differ from the
+    outcome it admits for this pre-state and these inputs (or that it admits none)."""
+    s = shape.solver
+    r = check(s, *given)
+    if r == z3.unknown:
+        raise RuntimeError(f"{call.op}: the relation was not decided: {unknown(s).detail}")
+    if r != z3.sat:
+        if call.op == "prepare_store" and call.supplied:
+            return (
+                f"no step of it evicts exactly {call.victims!r} (victims are distinct "
+                "listed keys outside the batch, as many as the keys to store exceed the "
+                "free slots)"
+            )
+        if call.op == "prepare_store":
+            return "it returned None, but the relation needs no victim here"
+        return "the relation admits no step from this state (it is not total here)"
+    model = s.model()
+
+    def value(t: Term) -> Any:
+        v = model.eval(t, model_completion=True)
+        if z3.is_true(v) or z3.is_false(v):
+            return z3.is_true(v)
+        if z3.is_int_value(v):
+            return v.as_long()
+        return SS.decode(v)
+
+    broken = [n for n, t in shape.invariant.items() if value(t) is False]
+    if broken:
+        return f"the state before the call violates the proved invariant ({', '.join(broken)})"
+    step = shape.step
+    rejected = value(step.rejected)
+    if rejected != reply.raised:
+        if rejected:
+            return "the relation refuses the call, the code accepted it"
+        return f"the relation accepts the call, the code raised {type(reply.value).__name__}"
+    diffs = [
+        f"{_label(n, call.names)}: the relation {_show(value(t))}, the code {_show(call.post[n])}"
+        for n, t in shape.observed.items()
+        if value(t) != call.post[n]
+    ]
+    if diffs:
+        return "; ".join(diffs[:4])
+    if rejected:
+        return f"the relation refuses it for another reason than {type(reply.value).__name__}"
+    theirs = _relation_reply(shape, call, value)
+    return f"the reply {reply.describe()} is not the relation's ({theirs})"
+
+
+def _relation_reply(shape: Shape, call: _Call, value: Any) -> str:
+    step, keys = shape.step, call.keys
+    if call.op == "prepare_store":
+        if value(step.branches["returns None: no victims supplied"]):
+            return "None"
+        acting = step.actors[shape.batch :]
+        stored = [i for i in range(len(keys)) if value(acting[i].active)]
+        evicted = sum(1 for a in step.actors[: shape.batch] if value(a.active))
+        return (
+            f"stores {[keys[i] for i in stored]!r} in slots "
+            f"{[value(shape.slot_of_key(i)) for i in stored]!r}, evicts {evicted}"
+        )
+    if call.op.startswith("complete_store"):
+        return f"acts on {[k for i, k in enumerate(keys) if value(step.actors[i].active)]!r}"
+    if call.op == "prepare_load":
+        return f"slots {[value(shape.slot_of_key(i)) for i in range(len(keys))]!r}"
+    return "None"
+
+
+def _label(name: str, names: dict[int, str]) -> str:
+    if "[" in name and not name.startswith("stack"):
+        what, index = name[:-1].split("[")
+        return f"{what} of {names.get(int(index), index)}"
+    return name
+
+
+def _show(value: Any) -> str:
+    return value.name if isinstance(value, CpuState) else repr(value)
+
+
+# ------------------------------------------------------------------ inputs
+
+
+def _batch(
+    method: str, args: Sequence[Any], kwargs: dict[str, Any]
+) -> tuple[list[Hashable], object] | InvalidArgumentError:
+    """The batch as the code's argument checks take it, or their error."""
+    if method == "reset_cache":
+        return [], True
+    raw: Any = args[0] if args else kwargs.get("keys")
+    success = args[1] if len(args) > 1 else kwargs.get("success", True)
+    try:
+        if method == "touch":
+            return list(touch_keys(raw)), True
+        if method == "complete_store":
+            keys, _ = check_keys_and_success(raw, success)
+            return list(keys), success
+        keys, _ = check_keys(raw)
+        return list(keys), True
+    except DuplicateKeysError:
+        return list(raw), success  # a well-formed batch: duplicates are the relation's
+    except InvalidArgumentError as exc:
+        return exc
+
+
+def _universe(
+    before: ManagerSnapshot,
+    after: ManagerSnapshot,
+    keys: Sequence[Hashable],
+    victims: Sequence[Hashable],
+) -> list[Hashable]:
+    """Every key the call or either snapshot mentions, each once, in a stable order."""
+    seen: dict[Hashable, None] = {}
+    for snap in (before, after):
+        for e in sorted(snap.blocks, key=lambda e: e.slot):
+            seen.setdefault(e.key, None)
+        for k in evictable_view(snap.policy) or ():
+            seen.setdefault(k, None)
+    for k in (*keys, *victims):
+        seen.setdefault(k, None)
+    return list(seen)
+
+
+def _args(keys: Sequence[Hashable]) -> str:
+    return f"({list(keys)!r})" if keys else "()"
+
+
+def _unchanged(
+    method: str, before: ManagerSnapshot, after: ManagerSnapshot, why: str
+) -> str | None:
+    """A call that must change nothing (the buffered events aside)."""
+    if replace(before, pending_events=()) != replace(after, pending_events=()):
+        return f"{method} {why}, but the state changed (the relation's step is no change)"
+    return None

@@ -1,0 +1,180 @@
+"""`refine.manager.*`: the code's explored calls are the steps the proved manager
+relation admits, and every kind of drift -- in the relation, in the model, in the
+implementation's manager or policy -- is refuted with the call and the field."""
+
+from __future__ import annotations
+
+import pytest
+
+from evictable.model.errors import InvalidArgumentError
+from evictable.model.manager import ModelManager
+from evictable.model.types import ManagerSnapshot
+from evictable.proofs.base.bounds import Bounds
+from evictable.proofs.base.compare import invoke
+from evictable.proofs.base.records import Kind, Status
+from evictable.proofs.controls.mutant import Edit, mutant_function
+from evictable.proofs.obligations import refine_manager
+from evictable.proofs.refine import manager_shape
+from evictable.proofs.refine.conformance import RefinementObserver
+from evictable.proofs.refine.manager import ManagerOracle
+from evictable.proofs.refine.manager_walk import check_refinement
+from tests.obligation_checks import assert_proved, refuted_control
+
+OBLIGATIONS = {ob.name: ob for ob in refine_manager.obligations("quick")}
+
+
+WALKS = sorted(n for n in OBLIGATIONS if n.startswith("refine.manager."))
+
+
+def test_both_policies_have_an_explored_and_a_tested_refinement_record() -> None:
+    assert set(OBLIGATIONS) == {
+        "refine.manager.lru",
+        "refine.manager.arc",
+        "refine.conformance.lru",
+        "refine.conformance.arc",
+    }
+    for name, ob in OBLIGATIONS.items():
+        walk = name.startswith("refine.manager.")
+        assert ob.kind is (Kind.EXPLORED if walk else Kind.TESTED)
+        assert ("slots=" if walk else "examples x") in ob.bounds
+
+
+@pytest.mark.parametrize("name", sorted(OBLIGATIONS))
+def test_every_explored_call_is_a_step_of_the_relation(name: str) -> None:
+    assert_proved(OBLIGATIONS[name])
+
+
+@pytest.mark.parametrize("name", WALKS)
+def test_every_control_is_caught_naming_the_field(name: str) -> None:
+    text = refuted_control(OBLIGATIONS[name])
+    lines = dict(line.split(": ", 1) for line in text.splitlines())
+    assert (
+        "left the proved relation: no step of it evicts" in lines["relation ignores the free stack"]
+    )
+    assert "differ in num_pending" in lines["relation leaves num_pending free"]
+    assert (
+        "listed of 'a': the relation True, the code False" in lines["model forgets mark_evictable"]
+    )
+    assert (
+        "num_evictable: the relation 0, the code 1"
+        in lines["implementation counter_drift_on_eviction"]
+    )
+    if name.endswith("arc"):
+        assert (
+            "listed of 'a': the relation False, the code True"
+            in lines["implementation pinned_stays_idle"]
+        )
+    else:
+        assert "stack[0]" in lines["implementation failed_store_keeps_slot"]
+        assert "slot of" in lines["implementation fifo_slot_reuse"]
+
+
+@pytest.mark.parametrize("policy", ["lru", "arc"])
+def test_the_conformance_run_catches_a_drifted_or_loose_relation(policy: str) -> None:
+    text = refuted_control(OBLIGATIONS[f"refine.conformance.{policy}"])
+    lines = dict(line.split(": ", 1) for line in text.splitlines())
+    assert "left the proved relation" in lines["relation ignores the free stack"]
+    assert "differ in num_pending" in lines["relation leaves num_pending free"]
+
+
+def test_an_observed_side_must_start_where_it_stopped() -> None:
+    observer = RefinementObserver()
+    m = ModelManager(2, "lru", False)
+    observer.start()
+    before = m.snapshot()
+    reply = invoke(m.prepare_store, ["a"])
+    after = m.snapshot()
+    assert observer.step("the model", "prepare_store", (["a"],), {}, reply, before, after) is None
+    lookup = invoke(m.lookup, "a")
+    why = observer.step("the model", "lookup", ("a",), {}, lookup, before, before)
+    assert why is not None and "changed between two calls" in why
+    observer.start()  # a new example: no history
+    assert observer.step("the model", "lookup", ("a",), {}, lookup, after, after) is None
+
+
+def test_hand_edit_need_ignoring_the_free_stack_is_refuted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The relation edited in a copy of its source (`need` counts only fresh slots,
+    as the issue's hand edit did): the code no longer refines it."""
+    drifted = mutant_function(
+        "evictable.proofs.z3.manager_ops",
+        "relation",
+        Edit(
+            "relation",
+            "free = pre.cap - pre.hw + (0 if variant.ignores_free_stack else pre.sp)",
+            "free = pre.cap - pre.hw",
+        ),
+        name="relation_ignoring_free_stack",
+        doc="`need` ignores the free stack.",
+    )
+    monkeypatch.setattr(manager_shape, "relation", drifted)
+    outcome = check_refinement(refine_manager.BOUNDS["lru"]["quick"])
+    assert outcome.status is Status.COUNTEREXAMPLE
+    first = outcome.counterexample.splitlines()[0]
+    assert first.startswith("the model: prepare_store(")
+    assert "left the proved relation" in first
+    assert "shortest trace:" in outcome.counterexample
+
+
+def _judge(oracle: ManagerOracle, m: ModelManager, method: str, *args: object) -> str | None:
+    before: ManagerSnapshot = m.snapshot()
+    reply = invoke(getattr(m, method), *args)
+    return oracle.judge(method, args, {}, reply, before, m.snapshot())
+
+
+def test_a_real_sequence_of_calls_is_judged_step_by_step() -> None:
+    oracle = ManagerOracle()
+    m = ModelManager(2, "lru", False)
+    for method, args in [
+        ("prepare_store", (["a", "b"],)),
+        ("complete_store", (["a", "b"],)),
+        ("prepare_load", (["a"],)),
+        ("prepare_store", (["c"],)),  # evicts b, the only listed key
+        ("complete_load", (["a"],)),
+        ("complete_store", (["c"], False)),  # frees c's slot
+        ("prepare_store", (["a", "a"],)),  # refused: a repeated key
+        ("touch", (["a", "x"],)),
+        ("reset_cache", ()),
+    ]:
+        assert _judge(oracle, m, method, *args) is None, (method, args)
+    assert oracle.checks > 0
+    assert oracle.solved == 9
+
+
+def test_a_perturbed_post_state_is_refused() -> None:
+    oracle = ManagerOracle()
+    m = ModelManager(2, "lru", False)
+    before = m.snapshot()
+    reply = invoke(m.prepare_store, ["a"])
+    after = m.snapshot()
+    lying = ManagerSnapshot(**{**after.__dict__, "num_pending": 0})
+    why = oracle.judge("prepare_store", (["a"],), {}, reply, before, lying)
+    assert why is not None and "num_pending: the relation 1, the code 0" in why
+
+
+def test_rejects_a_malformed_call_that_did_not_raise() -> None:
+    oracle = ManagerOracle()
+    m = ModelManager(2, "lru", False)
+    before = m.snapshot()
+    fake = invoke(lambda: None)
+    why = oracle.judge("prepare_store", ("not a list",), {}, fake, before, before)
+    assert why is not None and "InvalidArgumentError" in why
+    reply = invoke(m.prepare_store, "not a list")
+    assert reply.raised and isinstance(reply.value, InvalidArgumentError)
+    assert oracle.judge("prepare_store", ("not a list",), {}, reply, before, m.snapshot()) is None
+
+
+def test_a_longer_batch_is_shown_unique_on_its_own() -> None:
+    oracle = ManagerOracle()
+    m = ModelManager(8, "lru", False)
+    keys = [f"k{i}" for i in range(6)]
+    assert _judge(oracle, m, "prepare_store", keys) is None
+    assert oracle.functional_batch < 6  # so the 6-key calls were each shown unique
+    assert _judge(oracle, m, "complete_store", keys) is None
+
+
+def test_bounds_are_stated_per_policy_and_level() -> None:
+    for policy, levels in refine_manager.BOUNDS.items():
+        assert set(levels) == {"quick", "default", "thorough"}
+        assert all(isinstance(b, Bounds) and b.policy == policy for b in levels.values())

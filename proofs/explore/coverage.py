@@ -256,7 +256,15 @@ class _Edges(Context):
             if impl_before is not None:
                 with step_guard():
                     i_reply = invoke(i, op)
-                other = _side(i, impl_before, i_reply)
+                try:
+                    other = _side(i, impl_before, i_reply)
+                except Exception as exc:  # a broken snapshot is a finding, not a crash
+                    out.found = Found(
+                        f"after {op}, the implementation's snapshot() raised "
+                        f"{type(exc).__name__}: {exc}",
+                        oi,
+                    )
+                    return out
             self.in_flight = None
             side = _side(m, before, reply)
             out.edges += 1

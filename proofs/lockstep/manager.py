@@ -216,17 +216,21 @@ class LockStep:
             return
         try:
             try:
-                with step_guard():
-                    if isinstance(action, Start):
-                        self._start(action)
-                    elif isinstance(action, Step):
-                        self._step(action)
-                    elif isinstance(action, Fault):
-                        self._fault(action)
-                    elif isinstance(action, Copy):
-                        apply_copy(self, action)
-                    else:
-                        self._construct(action)
+                try:
+                    with step_guard():
+                        if isinstance(action, Start):
+                            self._start(action)
+                        elif isinstance(action, Step):
+                            self._step(action)
+                        elif isinstance(action, Fault):
+                            self._fault(action)
+                        elif isinstance(action, Copy):
+                            apply_copy(self, action)
+                        else:
+                            self._construct(action)
+                except ConformanceFailure:
+                    self._flush_observed()  # the observer's verdict on the step comes first
+                    raise
                 self._flush_observed()
             except StepTimeout as timeout:
                 call = getattr(action, "call", None)
@@ -285,6 +289,7 @@ class LockStep:
         )
 
     def _flush_observed(self) -> None:
+        """The observer's verdicts on the calls queued by the step (raises the first)."""
         queued, self._queued = self._queued, []
         for label, side, method, args, kwargs, reply, before, after in queued:
             if self.observer is None:

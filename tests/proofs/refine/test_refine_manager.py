@@ -12,7 +12,9 @@ from evictable.model.types import ManagerSnapshot
 from evictable.proofs.base.bounds import Bounds
 from evictable.proofs.base.compare import invoke
 from evictable.proofs.base.records import Kind, Status
+from evictable.proofs.controls.catalogue import by_name
 from evictable.proofs.controls.mutant import Edit, mutant_function
+from evictable.proofs.lockstep.conformance import run_conformance
 from evictable.proofs.obligations import refine_manager
 from evictable.proofs.refine import manager_shape
 from evictable.proofs.refine.conformance import RefinementObserver
@@ -178,3 +180,68 @@ def test_bounds_are_stated_per_policy_and_level() -> None:
     for policy, levels in refine_manager.BOUNDS.items():
         assert set(levels) == {"quick", "default", "thorough"}
         assert all(isinstance(b, Bounds) and b.policy == policy for b in levels.values())
+
+
+CAUGHT_BY_THE_WALK = (
+    "missed_mark_evictable_on_load_end",
+    "non_atomic_prepare_load",
+    "non_atomic_complete_load",
+    "fifo_slot_reuse",
+    "counter_drift_on_eviction",
+    "failed_store_keeps_slot",
+    "duplicates_orphan_slot",
+    "commit_acts_on_loading",
+    "refusal_says_ready",
+    "touch_moves_pinned",
+    "eviction_ignores_protected",
+    "copy_loses_recency",
+    "pinned_stays_idle",
+)
+"""The catalogue's manager bugs the refinement walk shows as a step the relation does
+not admit. (The others: victim and recency orders, ARC's lists and target -- the
+policies' own state, not the manager relation's; bugs that show only with a policy
+hook failing, `CAUGHT_WITH_FAULTS`; a copy sharing state, seen by the comparison's
+copy round trips; a corrupted list and an endless walk, below.)"""
+
+CAUGHT_WITH_FAULTS = ("no_policy_rollback_on_fault", "reset_trusts_policy")
+
+
+@pytest.mark.parametrize("name", CAUGHT_BY_THE_WALK)
+def test_the_walk_names_the_relation_for_a_seeded_bug(name: str) -> None:
+    bug = by_name(name)
+    outcome = check_refinement(refine_manager.BOUNDS[bug.policy]["quick"], factory=bug.factory)
+    assert outcome.status is Status.COUNTEREXAMPLE
+    first = outcome.counterexample.splitlines()[0]
+    assert first.startswith("the implementation: "), first
+    assert "proved relation" in first or "the relation's step is no change" in first
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("touch_without_unlink", "snapshot() raised InvariantViolationError"),
+        ("eviction_wraps_around", "did not return"),
+    ],
+)
+def test_the_walk_reports_a_broken_snapshot_or_a_hang_as_a_finding(name: str, says: str) -> None:
+    bug = by_name(name)
+    outcome = check_refinement(refine_manager.BOUNDS[bug.policy]["quick"], factory=bug.factory)
+    assert outcome.status is Status.COUNTEREXAMPLE
+    assert says in outcome.counterexample
+
+
+@pytest.mark.parametrize("name", CAUGHT_WITH_FAULTS)
+def test_the_conformance_observer_names_the_relation_for_a_fault_bug(name: str) -> None:
+    bug = by_name(name)
+    record = run_conformance(
+        bug.factory,
+        bug.policy,
+        30,
+        30,
+        0,
+        inject_faults=True,
+        stop_at_first=True,
+        observer=RefinementObserver(),
+    )
+    assert record.status == "failed"
+    assert "raised InjectedFault, but the state changed" in record.reason

@@ -202,7 +202,7 @@ def _check_manager(
             "copies": list(record.copies),
             "copies_note": record.copies_note,
             "reason": record.reason,
-            "trace": record.trace,
+            "trace": record.findings[0].as_dict()["trace"] if record.findings else [],
         },
         "explorer": exploration_fields(result.explorations[0]) if result.explorations else None,
         "explorations": [exploration_fields(run) for run in result.explorations],

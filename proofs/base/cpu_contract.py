@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import pickle
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -131,7 +132,11 @@ def refused_by_table(model: ModelManager, method: str, build: Callable[[], Built
     of an absent key, say): the calls a contract without `invalid` calls never makes.
     Tried on a copy: the model itself does not move."""
     args, kwargs = build()
-    got = invoke(getattr(copy.deepcopy(model), method), *args, **kwargs)
+    try:  # a pickle round trip copies a plain model several times faster than deepcopy
+        trial = pickle.loads(pickle.dumps(model, pickle.HIGHEST_PROTOCOL))
+    except Exception:
+        trial = copy.deepcopy(model)
+    got = invoke(getattr(trial, method), *args, **kwargs)
     return got.raised and isinstance(got.value, LifecycleError) and got.value.event is not None
 
 

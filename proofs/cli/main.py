@@ -30,6 +30,7 @@ from evictable.proofs.cli import check as check_cmd
 from evictable.proofs.cli import explore as explore_cmd
 from evictable.proofs.cli import replay as replay_cmd
 from evictable.proofs.cli import verify as verify_cmd
+from evictable.proofs.cli.args import DefaultsFormatter
 from evictable.proofs.cli.errors import UsageError
 from evictable.proofs.cli.report import envelope, write_report
 
@@ -39,7 +40,12 @@ Handler = Callable[[argparse.Namespace], tuple[int, dict[str, Any]]]
 
 
 class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line (raised, reported by `main`)."""
+    """An argument parser whose errors are one line (raised, reported by `main`), and
+    whose `--help` shows every option's default (`args.DefaultsFormatter`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", DefaultsFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}")
@@ -112,8 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
     check_cmd.add_parser(sub)
     replay_cmd.add_parser(sub)
     p = sub.add_parser("diagram", help="print the lifecycle diagram (raw Mermaid or DOT)")
-    p.add_argument("--format", choices=("mermaid", "dot"), default="mermaid")
-    p.add_argument("--machine", choices=("cpu", "gpu"), default="cpu")
+    p.add_argument(
+        "--format", choices=("mermaid", "dot", "svg"), default="mermaid", help="output format"
+    )
+    p.add_argument("--machine", choices=("cpu", "gpu"), default="cpu", help="which lifecycle table")
     p.set_defaults(handler=_diagram)
     sub.add_parser(
         "bench",

@@ -44,7 +44,7 @@ from evictable.proofs.base.records import (
     Status,
     format_result,
 )
-from evictable.proofs.cli.args import count, writable_path
+from evictable.proofs.cli.args import add_report_options, count
 from evictable.proofs.cli.errors import UsageError
 from evictable.proofs.obligations import registry
 from evictable.proofs.obligations.registry import load_group
@@ -317,8 +317,14 @@ def add_parser(sub: Any) -> None:
         "with its negative control, and print one table of records.",
     )
     depth = p.add_mutually_exclusive_group()
-    depth.add_argument("--quick", action="store_true", help="small bounds (seconds)")
-    depth.add_argument("--thorough", action="store_true", help="larger bounds, more examples")
+    depth.add_argument(
+        "--quick", action="store_true", help="small bounds (seconds; default: the default level)"
+    )
+    depth.add_argument(
+        "--thorough",
+        action="store_true",
+        help="larger bounds, more examples (default: the default level)",
+    )
     p.add_argument(
         "-j",
         "--jobs",
@@ -341,9 +347,7 @@ def add_parser(sub: Any) -> None:
         "unknown, never as a finding (default: %(default)g; verdicts come from work)",
     )
     p.add_argument("--verbose", action="store_true", help="print one line per record as it lands")
-    p.add_argument(
-        "--json", metavar="PATH", type=writable_path, help="also write the report as JSON"
-    )
+    add_report_options(p)
     p.set_defaults(handler=run)
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "encode_state",
     "encode_value",
     "outcome_of",
+    "show",
     "state_diff",
 ]
 
@@ -193,7 +194,8 @@ def encode_state(view: object) -> dict[str, Any] | None:
 
 def state_diff(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> list[str]:
     """What changed between two encoded states, one line per field (`field: a -> b`);
-    for a list of blocks, the blocks that came, went or changed."""
+    for the per-key lists (blocks, lookups), one entry per key that came, went or
+    changed (`b'k0' MISS -> HIT_PENDING`)."""
     if before is None or after is None or before == after:
         return []
     out: list[str] = []
@@ -201,30 +203,56 @@ def state_diff(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None
         a, b = before.get(name), after.get(name)
         if a == b:
             continue
-        if name in ("blocks", "lookups") and isinstance(a, list) and isinstance(b, list):
-            gone = [x for x in a if x not in b]
-            came = [x for x in b if x not in a]
-            parts = [f"-{_short(x)}" for x in gone] + [f"+{_short(x)}" for x in came]
-            out.append(f"{name}: {' '.join(parts)}")
+        if isinstance(a, list) and isinstance(b, list) and _per_key(a) and _per_key(b):
+            out.append(f"{name}: {'; '.join(_key_changes(a, b))}")
         else:
-            out.append(f"{name}: {_short(a)} -> {_short(b)}")
+            out.append(f"{name}: {show(a)} -> {show(b)}")
     return out
 
 
-def _short(value: Any) -> str:
-    if isinstance(value, dict) and {"key", "state"} <= set(value):
-        return f"{_short(value['key'])} {value['state']} ref {value.get('ref_cnt')}" + (
-            f" slot {value['slot']}" if "slot" in value else ""
-        )
-    if isinstance(value, dict) and {"key", "lookup"} <= set(value):
-        return f"{_short(value['key'])}={value['lookup']}"
-    if isinstance(value, dict) and set(value) == {"hex"}:
-        return f"0x{value['hex']}"
-    if isinstance(value, dict) and set(value) == {"repr"}:
-        return str(value["repr"])
+def _per_key(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(x, dict) and "key" in x for x in value)
+
+
+def _rest(entry: Mapping[str, Any]) -> str:
+    if set(entry) == {"key", "lookup"}:
+        return str(entry["lookup"])
+    parts = [str(entry["state"])] if "state" in entry else []
+    parts += [f"{k} {show(v)}" for k, v in entry.items() if k not in ("key", "state")]
+    return " ".join(parts)
+
+
+def _key_changes(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[str]:
+    old = {show(x["key"]): _rest(x) for x in a}
+    new = {show(x["key"]): _rest(x) for x in b}
+    out = []
+    for key in [*old, *(k for k in new if k not in old)]:
+        if key not in new:
+            out.append(f"{key} {old[key]} -> gone")
+        elif key not in old:
+            out.append(f"{key} new, {new[key]}")
+        elif old[key] != new[key]:
+            out.append(f"{key} {old[key]} -> {new[key]}")
+    return out
+
+
+def show(value: Any) -> str:
+    """An encoded value as it reads in Python: `{"hex": "6b30"}` as `b'k0'`, a key
+    known only by its repr as that repr, lists and objects by their parts."""
+    if isinstance(value, dict):
+        if set(value) == {"hex"}:
+            try:
+                return repr(bytes.fromhex(str(value["hex"])))
+            except ValueError:
+                return f"0x{value['hex']}"
+        if set(value) == {"repr"}:
+            return str(value["repr"])
+        return "{" + ", ".join(f"{k}={show(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list):
-        return "[" + ", ".join(_short(v) for v in value) + "]"
-    return repr(value) if isinstance(value, str) else str(value)
+        return "[" + ", ".join(show(v) for v in value) + "]"
+    if isinstance(value, str):
+        return repr(value)
+    return "null" if value is None else str(value)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """`evictable verify`: every obligation, a live progress line, then one table.
 
 ```
-evictable verify [--quick | --thorough] [-j N] [--only PREFIX] [--backstop SECONDS]
+evictable verify [--quick | --thorough] [-j N] [--only PREFIX ...] [--backstop SECONDS]
                  [--verbose] [--json PATH]
 ```
 
@@ -57,10 +57,12 @@ the user's cache directory (`$XDG_CACHE_HOME/evictable`, else `~/.cache/evictabl
 
 
 def collect(
-    level: Level, only: str | None, groups: Sequence[str] | None = None
+    level: Level, only: str | Sequence[str] | None, groups: Sequence[str] | None = None
 ) -> tuple[list[Obligation], list[Result]]:
-    """Every obligation of every group (`registry.GROUPS` by default); a group that
-    fails to load is an `error` record."""
+    """Every obligation of every group (`registry.GROUPS` by default) whose name starts
+    with `only` (one prefix or any of several); a group that fails to load is an
+    `error` record."""
+    prefixes = None if only is None else (only,) if isinstance(only, str) else tuple(only)
     obligations: list[Obligation] = []
     broken: list[Result] = []
     for mod_name in registry.GROUPS if groups is None else groups:
@@ -79,7 +81,7 @@ def collect(
                 )
             )
             continue
-        obligations.extend(ob for ob in group if only is None or ob.name.startswith(only))
+        obligations.extend(ob for ob in group if prefixes is None or ob.name.startswith(prefixes))
     return obligations, broken
 
 
@@ -205,7 +207,7 @@ def _console(stream: TextIO) -> Any:
 
 def verify(
     level: Level = "default",
-    only: str | None = None,
+    only: str | Sequence[str] | None = None,
     backstop_s: float = HANG_BACKSTOP_S,
     emit: Callable[[str], None] | None = None,
     jobs: int = 0,
@@ -336,7 +338,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--only",
         metavar="PREFIX",
-        help="run only the obligations whose name starts with PREFIX (default: all)",
+        action="append",
+        help="run only the obligations whose name starts with PREFIX; repeat it for several "
+        "prefixes (default: all)",
     )
     p.add_argument(
         "--backstop",
@@ -366,11 +370,12 @@ def run(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     level: Level = "quick" if args.quick else "thorough" if args.thorough else "default"
     if args.only is not None:
         names = [ob.name for ob in collect(level, None)[0]]
-        if not any(n.startswith(args.only) for n in names):
-            raise UsageError(
-                f"evictable verify: --only {args.only!r} selects no obligation "
-                f"(names start with e.g. {', '.join(sorted({n.split('.')[0] for n in names}))})"
-            )
+        for prefix in args.only:
+            if not any(n.startswith(prefix) for n in names):
+                raise UsageError(
+                    f"evictable verify: --only {prefix!r} selects no obligation "
+                    f"(names start with e.g. {', '.join(sorted({n.split('.')[0] for n in names}))})"
+                )
     emit = print if args.verbose else None
     start = time.monotonic()
     error: str | None = None
@@ -388,7 +393,8 @@ def run(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
         "level": level,
         "backstop_s": args.backstop,
         "jobs": args.jobs,
-        "only": args.only,
+        # one prefix as a string (as before), several as a list
+        "only": args.only[0] if args.only and len(args.only) == 1 else args.only,
         "counts": counts(results),
         "records": [r.as_dict() for r in results],
     }

@@ -64,6 +64,10 @@ class DictLruManager:
 
     # ---------------------------------------------------------------- stores
 
+    def may_evict(self, block: _Block) -> bool:
+        """Whether making room may take `block`."""
+        return block.ref_cnt >= 0  # the bug: a block being loaded is taken too (should be == 0)
+
     def prepare_store(self, keys: Collection[Key]) -> PrepareStoreOutput | None:
         keys = list(keys)
         if len(set(keys)) != len(keys):
@@ -75,7 +79,7 @@ class DictLruManager:
             for key, block in self.blocks.items():
                 if len(victims) == need:
                     break
-                if key not in keys and block.ref_cnt >= 0:  # the bug: should be == 0
+                if key not in keys and self.may_evict(block):
                     victims.append(key)
             if len(victims) < need:
                 return None

@@ -6,8 +6,8 @@ record is there, the finding's counterexample is a table of the expected steps, 
 the filters and the sort work (they are driven through the address's fragment, as a
 link to a filtered view would). A screenshot of the page is kept as a test artifact
 in `build/test-artifacts/` (`EVICTABLE_ARTIFACTS` overrides it). Without a browser
-the browser tests are skipped, saying why (and fail instead when
-`EVICTABLE_REQUIRE_BROWSER` is set, as `.ci/run` sets it).
+that renders a page headless the browser tests are skipped, saying why (and fail
+instead when `EVICTABLE_REQUIRE_BROWSER` is set, as `.ci/run` sets it).
 """
 
 from __future__ import annotations
@@ -39,12 +39,46 @@ def _browser() -> str | None:
 
 
 BROWSER = _browser()
-if BROWSER is None and os.environ.get("EVICTABLE_REQUIRE_BROWSER"):
-    raise RuntimeError("EVICTABLE_REQUIRE_BROWSER is set, but there is no chromium")
-needs_browser = pytest.mark.skipif(
-    BROWSER is None,
-    reason="no chromium on this machine (apt-get install chromium; .ci/run installs it)",
-)
+REQUIRED = bool(os.environ.get("EVICTABLE_REQUIRE_BROWSER"))
+HEADLESS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
+
+
+def _browser_problem(profile: Path) -> str | None:
+    """Why no browser test can run here, or None: no chromium, or one that does not
+    render a page headless (a stub of a package manager, missing libraries)."""
+    if BROWSER is None:
+        return "no chromium on this machine (apt-get install chromium; .ci/run installs it)"
+    try:
+        run = subprocess.run(
+            [BROWSER, *HEADLESS, f"--user-data-dir={profile}", "--dump-dom", _PROBE],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,  # a hang backstop for the browser, not a verdict
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{BROWSER} cannot be started: {exc}"
+    if run.returncode != 0 or "probe-ok" not in run.stdout:
+        last = (run.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"{BROWSER} does not render a page headless (exit {run.returncode}): {last}"
+    return None
+
+
+_PROBE = "data:text/html,<p id=p></p><script>p.textContent='probe-ok'</script>"
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The browser, checked to render a page; the browser tests are skipped, saying
+    why, when there is none that works -- and fail instead when
+    `EVICTABLE_REQUIRE_BROWSER` is set (as `.ci/run` sets it)."""
+    problem = _browser_problem(tmp_path_factory.mktemp("probe"))
+    if problem is not None:
+        if REQUIRED:
+            pytest.fail(f"EVICTABLE_REQUIRE_BROWSER is set, but {problem}")
+        pytest.skip(problem)
+    assert BROWSER is not None
+    return BROWSER
 
 
 @pytest.fixture(scope="module")
@@ -100,13 +134,10 @@ def _chromium(tmp_path: Path, *args: str) -> str:
     run = subprocess.run(
         [
             BROWSER,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
+            *HEADLESS,
             "--disable-background-networking",
             "--disable-component-update",
             "--disable-sync",
-            "--no-first-run",
             f"--user-data-dir={profile}",
             *args,
         ],
@@ -154,9 +185,8 @@ def test_the_junit_file_has_one_test_case_per_record(reports: dict[str, Path]) -
     assert all(c.find("failure") is None for c in verify.findall(".//testcase"))
 
 
-@needs_browser
 def test_chromium_shows_every_record_and_the_steps_of_the_finding(
-    reports: dict[str, Path], tmp_path: Path
+    browser: str, reports: dict[str, Path], tmp_path: Path
 ) -> None:
     dom = _dom(tmp_path, reports["check.html"])
     assert [r["data-name"] for r in dom.records] == [
@@ -176,8 +206,9 @@ def test_chromium_shows_every_record_and_the_steps_of_the_finding(
     assert shot.stat().st_size > 10_000
 
 
-@needs_browser
-def test_chromium_filters_by_kind_and_verdict(reports: dict[str, Path], tmp_path: Path) -> None:
+def test_chromium_filters_by_kind_and_verdict(
+    browser: str, reports: dict[str, Path], tmp_path: Path
+) -> None:
     dom = _dom(tmp_path, reports["check.html"], "#kind=finding")
     shown = [r["data-name"] for r in dom.records if r.get("hidden") is None]
     assert shown == ["finding 1: pinned or protected block evicted"]
@@ -191,8 +222,7 @@ def test_chromium_filters_by_kind_and_verdict(reports: dict[str, Path], tmp_path
     )
 
 
-@needs_browser
-def test_chromium_sorts_by_a_column(reports: dict[str, Path], tmp_path: Path) -> None:
+def test_chromium_sorts_by_a_column(browser: str, reports: dict[str, Path], tmp_path: Path) -> None:
     dom = _dom(tmp_path, reports["verify.html"], "#sort=seconds&dir=desc")
     seconds = [float(r["data-seconds"] or 0) for r in dom.records]
     assert seconds == sorted(seconds, reverse=True)

@@ -14,12 +14,18 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+from collections.abc import Collection, Hashable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from evictable.proofs.base.compare import Kind
+from evictable.proofs.base.findings import severity
 from evictable.proofs.cli.main import main
+from evictable.proofs.lockstep.inputs import Call
+from evictable.proofs.lockstep.strategies import check_calls
+from examples.third_party_lru import DictLruManager
 
 ROOT = Path(__file__).resolve().parents[3]
 SMALL = ["--seed", "0", "--examples", "100", "--steps", "20", "--no-explore"]
@@ -73,3 +79,26 @@ def test_the_example_with_its_defect_fixed_conforms_under_the_preset(
     report = _check(["fixed_lru:make_manager", "--preset", "third-party"], tmp_path, monkeypatch)
     assert report["findings"] == []  # without the comparison of events as collections: 'result'
     assert report["ok"] and report["exit_code"] == 0
+
+
+class _LoadsWhileStoring(DictLruManager):
+    """The example with its eviction fixed and another defect: a load of a block
+    whose store is still in flight is accepted (it would read unwritten data)."""
+
+    def may_evict(self, block: Any) -> bool:
+        return bool(block.ref_cnt == 0)
+
+    def prepare_load(self, keys: Collection[Hashable]) -> list[int]:
+        for key in keys:
+            self.blocks[key].ref_cnt = max(self.blocks[key].ref_cnt, 0) + 1
+        return [self.blocks[k].slot for k in keys]
+
+
+def test_a_load_of_a_block_still_being_stored_is_a_safety_finding_of_its_own() -> None:
+    calls = [Call.keys("prepare_store", [b"a"]), Call.keys("prepare_load", [b"a"])]
+    failure = check_calls(
+        _LoadsWhileStoring, calls, contract="safety", errors="any", black_box=True
+    )
+    assert failure is not None and failure.kind is Kind.UNWRITTEN_LOAD, failure
+    assert severity(failure.kind) == "safety"
+    assert "while its store is still in flight" in failure.reason

@@ -5,11 +5,12 @@
 
 A transcript is a fenced block right after the line `<!-- transcript -->` (or
 `<!-- transcript cwd=docs/examples -->`, run in that folder of the checkout; the
-default is the checkout's root). Its lines that start with `$ ` are commands; the
-lines after each one, up to the next command, are its output. A command runs in
-bash, with this interpreter's `bin` folder first on PATH (so `evictable` and
-`pytest` are this checkout's), a fixed terminal width and hash seed, and no
-inherited pytest, Hypothesis or evictable settings. Its output is its stdout, and
+default is the checkout's root; `needs=vllm` last: run only where that module is
+installed, so `make interop` checks it and `make test` skips it). Its lines that
+start with `$ ` are commands; the lines after each one, up to the next command, are
+its output. A command runs in bash, with this interpreter's `bin` folder first on
+PATH (so `evictable` and `pytest` are this checkout's), a fixed terminal width and
+hash seed, and no inherited pytest, Hypothesis or evictable settings. Its output is its stdout, and
 its stderr too when it could not run (exit code 2, this project's one-line error,
 or any other code but 0 and 1); a progress line on stderr is never part of it.
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import importlib.util
 import os
 import re
 import subprocess
@@ -34,7 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-MARKER = re.compile(r"^<!-- transcript(?: cwd=(?P<cwd>\S+))? -->$")
+MARKER = re.compile(r"^<!-- transcript(?: cwd=(?P<cwd>\S+))?(?: needs=(?P<needs>\S+))? -->$")
 PROMPT = "$ "
 COLUMNS = "120"
 REFRESH = "make docs (python -m tools.transcripts --write)"
@@ -60,6 +62,11 @@ class Transcript:
     end: int  # 0-based index of the closing fence
     cwd: str
     commands: tuple[Command, ...]
+    needs: str | None = None  # a module the commands need (vllm), None for none
+
+    def runnable(self) -> bool:
+        """Whether the module the block needs, if any, is installed here."""
+        return self.needs is None or importlib.util.find_spec(self.needs) is not None
 
     @property
     def name(self) -> str:
@@ -96,7 +103,9 @@ def transcripts(path: Path, text: str | None = None) -> list[Transcript]:
             else:
                 last = commands[-1]
                 commands[-1] = Command(last.text, last.output + row + "\n")
-        found.append(Transcript(path, start, end, marker["cwd"] or ".", tuple(commands)))
+        found.append(
+            Transcript(path, start, end, marker["cwd"] or ".", tuple(commands), marker["needs"])
+        )
     return found
 
 
@@ -151,7 +160,7 @@ def regenerate(block: Transcript) -> Transcript:
         output = run(command.text, block.cwd)
         kept = same(command.output, output)
         fresh.append(Command(command.text, command.output if kept else output))
-    return Transcript(block.path, block.start, block.end, block.cwd, tuple(fresh))
+    return Transcript(block.path, block.start, block.end, block.cwd, tuple(fresh), block.needs)
 
 
 def diff(old: Transcript, new: Transcript) -> str:
@@ -208,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     for path in [p.resolve() for p in args.docs] or DOCS:
         changed = []
         for block in transcripts(path):
+            if not block.runnable():
+                print(f"{block.name}: skipped, it needs {block.needs} (make interop runs it)")
+                continue
             new = regenerate(block)
             if new != block:
                 changed.append((block, new))

@@ -29,9 +29,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# Regenerate docs/spec.md from model/lifecycle.py (a test fails when it is stale).
+# Regenerate docs/spec.md from model/lifecycle.py, and the command transcripts of
+# README.md and docs/*.md by running them (tests fail when either is stale).
 docs: $(STAMP)
 	$(BIN)/python -m evictable.proofs.cli.docgen --write
+	$(BIN)/python -m tools.transcripts --write
 
 bench: $(STAMP)
 	$(BIN)/evictable bench

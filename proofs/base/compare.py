@@ -15,6 +15,11 @@ did:
 * the model accepted it: the implementation must accept it, return an equal
   result, and end in an equal state.
 
+Results and events are compared as the collections they are (`canonical`): the
+keys of an event in a list equal the same keys in a tuple (in the same order), and
+keys given as a set equal any collection of the same keys, since the protocol takes
+and gives any collection of keys.
+
 A disagreement is a `Mismatch`: a kind (what went wrong, see `Kind`) and a
 readable reason. `diff` renders how two states differ, field by field.
 """
@@ -28,13 +33,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from evictable.model.errors import LifecycleError
+from evictable.model.types import OffloadingEvent, PrepareStoreOutput
 
 __all__ = [
     "Errors",
     "Kind",
     "Mismatch",
     "Reply",
+    "UnorderedKeys",
     "builtin_bases",
+    "canonical",
     "describe",
     "diff",
     "invoke",
@@ -136,12 +144,69 @@ class Kind(enum.Enum):
     LEAKED_PIN = "leaked pin"
     SLOT = "orphaned or doubly used slot"
     EVICTED_PINNED = "pinned or protected block evicted"
+    UNWRITTEN_LOAD = "load of unwritten data"  # a load of a block whose store is in flight
     STORE_VERDICT = "wrong prepare_store verdict"
     WRONG_LOOKUP = "wrong lookup"
     ACCOUNTING = "accounting"
     INVARIANT = "broken invariant"
     SCAN = "scan completeness"  # the lazy scanner left a block unvisited
     HANG = "no return"  # a call ran past the per-step wall-clock bound (`base.guard`)
+
+
+class UnorderedKeys:
+    """The keys of an event given as a set: equal to any collection of the same keys
+    (a list, a tuple or a set), since a set has no order to compare."""
+
+    __slots__ = ("keys",)
+
+    def __init__(self, keys: object) -> None:
+        self.keys: frozenset[Any] = frozenset(keys)  # type: ignore[call-overload]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, UnorderedKeys):
+            return self.keys == other.keys
+        if isinstance(other, list | tuple | set | frozenset):
+            try:
+                return len(set(other)) == len(other) == len(self.keys) and set(other) == self.keys
+            except TypeError:
+                return False
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.keys)
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(sorted(map(repr, self.keys))) + "}"
+
+
+def _event(ev: OffloadingEvent) -> OffloadingEvent:
+    keys: Any = ev.keys
+    if type(keys) is tuple:
+        return ev
+    try:
+        if isinstance(keys, set | frozenset):
+            return OffloadingEvent(UnorderedKeys(keys), ev.removed)  # type: ignore[arg-type]
+        return OffloadingEvent(tuple(keys), ev.removed)
+    except TypeError:  # not a collection: compared as it is
+        return ev
+
+
+def canonical(value: Any) -> Any:
+    """`value` in the form results and events are compared in: an event's keys as a
+    tuple (or, given as a set, as `UnorderedKeys`); lists and tuples of values as
+    lists; a `PrepareStoreOutput`'s fields as lists. Anything else as it is."""
+    if isinstance(value, OffloadingEvent):
+        return _event(value)
+    if isinstance(value, list | tuple) and not hasattr(value, "_fields"):
+        return [canonical(v) for v in value]
+    if isinstance(value, PrepareStoreOutput):
+        try:
+            return PrepareStoreOutput(
+                list(value.keys_to_store), list(value.slot_ids), list(value.evicted_keys)
+            )
+        except TypeError:
+            return value
+    return value
 
 
 @dataclass(frozen=True)
@@ -199,7 +264,7 @@ def judge(
             Kind.REJECTED_GOOD_CALL, f"impl {describe(ri)}, but the model returned {describe(rm)}"
         )
     got = convert(ri.value)
-    if rm.value != got:
+    if canonical(rm.value) != canonical(got):
         return Mismatch(
             Kind.RESULT, f"results differ: model {describe(rm)}, impl {describe(Reply(False, got))}"
         )

@@ -21,8 +21,9 @@ GPU-side machines (docs/conformance.md, "Contracts"):
 
 An adapter may *declare* its contract: a factory attribute `evictable_contract`
 (a `Contract`, or a dict of field overrides such as `{"errors": "any"}`).
-`resolve(factory, ...)` starts from that declaration and applies explicit choices
-(the command line's flags) on top.
+`resolve(factory, ...)` starts from that declaration, applies a named preset
+(`PRESETS`: `third-party` = black box, safety contract, any error type, valid inputs
+only) and then explicit choices (the command line's flags) on top.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from evictable.proofs.base.compare import Errors
 
 __all__ = [
     "DEFAULT",
+    "PRESETS",
     "Contract",
     "ContractError",
     "Inputs",
@@ -209,8 +211,22 @@ def declared(factory: object) -> Contract:
     )
 
 
-def resolve(factory: object, **choices: Any) -> Contract:
-    """The factory's declared contract with `choices` applied on top (None: keep the
-    declaration). Choices: `mode`, `errors`, `black_box`, `valid_only`, `invalid`,
-    `duplicates`, `malformed`, `inputs`, `keys`. Raises `ContractError`."""
-    return _apply(declared(factory), choices)
+PRESETS: dict[str, dict[str, Any]] = {
+    "third-party": {"mode": "safety", "errors": "any", "black_box": True, "valid_only": True},
+}
+"""Named sets of contract choices. `third-party`: a manager you did not write, checked
+through its API alone -- black box, the safety contract (any legal victims and slots,
+recency not compared), any exception as a rejection, valid calls only."""
+
+
+def resolve(factory: object, preset: str | None = None, **choices: Any) -> Contract:
+    """The factory's declared contract, then the `preset` (`PRESETS`), then `choices`
+    on top (None: keep what is below). Choices: `mode`, `errors`, `black_box`,
+    `valid_only`, `invalid`, `duplicates`, `malformed`, `inputs`, `keys`. Raises
+    `ContractError` (an unknown preset too)."""
+    base = declared(factory)
+    if preset is not None:
+        if preset not in PRESETS:
+            raise ContractError(f"unknown preset {preset!r} (known: {', '.join(sorted(PRESETS))})")
+        base = _apply(base, PRESETS[preset])
+    return _apply(base, choices)

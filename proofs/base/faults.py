@@ -75,6 +75,16 @@ class FaultPlan:
         return fired
 
     @contextmanager
+    def failing(self, hook: str, k: int = 1, late: bool = False) -> Iterator[None]:
+        """Inside the block, the k-th call of `hook` raises (`arm`); disarmed after it
+        (what a finding's snippet uses to make the same call fail again)."""
+        self.arm(hook, k, late)
+        try:
+            yield
+        finally:
+            self.disarm()
+
+    @contextmanager
     def counting(self) -> Iterator[Counter[str]]:
         """Count hook calls inside the block (the yielded counter)."""
         self.calls = Counter()

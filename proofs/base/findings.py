@@ -1,4 +1,4 @@
-"""Findings: what a check found, one per class, each with its shortest trace.
+"""Findings: what a check found, one per class, each with its shortest trace, ranked.
 
 The engines do not stop at the first divergence. Every failure has a class
 (`compare.Kind`: atomicity, leaked pin, orphaned or doubly used slot, pinned or
@@ -7,18 +7,73 @@ per class, the shortest failing trace it saw, shrinks it, and reports it once, a
 `Finding` with a runnable snippet: the imports (the factory, the key constructor of
 the contract's key space), the construction, every call -- a call that raised on
 either side wrapped in `suppress(Exception)` so the snippet runs to the end -- each
-commented with both sides' answers, and the reason on the last line.
+commented with both sides' answers, and the reason on the last line. With the
+snippet comes the trace as data (`steps`, `base.trace.TraceStep`).
+
+`rank` orders the classes by severity (`SEVERITY`: safety and data loss first, then
+atomicity and leaked pins, then wrong behaviour, accounting, error types), the
+shortest trace first within a class of equal severity, and folds a class into an
+earlier one when it is a *consequence* of it on the same trace: its calls begin
+with the earlier finding's whole trace (the same failing call made two findings,
+say an error of the wrong type that also leaked a pin).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from evictable.proofs.base.compare import Kind
+from evictable.proofs.base.trace import TraceStep
 
-__all__ = ["Finding", "factory_source", "findings_block", "group", "snippet"]
+__all__ = [
+    "SEVERITY",
+    "Finding",
+    "factory_source",
+    "findings_block",
+    "group",
+    "rank",
+    "severity",
+    "snippet",
+    "steps_from_lines",
+]
+
+SEVERITY: tuple[tuple[str, tuple[Kind, ...]], ...] = (
+    ("safety", (Kind.EVICTED_PINNED, Kind.SLOT, Kind.UNWRITTEN_LOAD, Kind.SCAN)),
+    ("atomicity", (Kind.LEAKED_PIN, Kind.ATOMICITY)),
+    (
+        "behaviour",
+        (
+            Kind.HANG,
+            Kind.WRONG_LOOKUP,
+            Kind.STORE_VERDICT,
+            Kind.RESULT,
+            Kind.STATE,
+            Kind.INVARIANT,
+            Kind.REJECTED_GOOD_CALL,
+            Kind.ACCEPTED_BAD_CALL,
+        ),
+    ),
+    ("accounting", (Kind.ACCOUNTING,)),
+    ("error type", (Kind.ERROR,)),
+    ("model", (Kind.MODEL_BUG,)),
+)
+"""Finding classes from the most severe down, in tiers: safety and data loss (a
+pinned or protected block evicted, an orphaned or doubly used slot, a load of
+unwritten data, a block the lazy scan never visits); atomicity and leaked pins;
+wrong behaviour (a call that never returns, wrong lookups, results or states,
+refused good calls, accepted bad ones); accounting; error type; and last a bug of
+the model itself (never the implementation's fault)."""
+
+_ORDER: dict[Kind, tuple[int, int]] = {
+    kind: (tier, i) for tier, (_, kinds) in enumerate(SEVERITY) for i, kind in enumerate(kinds)
+}
+
+
+def severity(kind: Kind) -> str:
+    """The tier of `kind` (`SEVERITY`): "safety", "atomicity", "behaviour", ..."""
+    return SEVERITY[_ORDER[kind][0]][0]
 
 
 @dataclass(frozen=True)
@@ -36,28 +91,77 @@ class Finding:
     snippet: str
     calls: int
     hits: int = 1
+    steps: tuple[TraceStep, ...] = ()
+    """The trace as data, one step per line of `trace` (empty when an engine gives
+    text only)."""
+    consequences: tuple[tuple[Kind, str], ...] = ()
+    """Classes folded into this one by `rank`: (class, reason) of each."""
 
-    def text(self) -> str:
-        """The finding for a terminal: class, reason, then the snippet, indented."""
+    @property
+    def severity(self) -> str:
+        return severity(self.kind)
+
+    def text(self, number: int | None = None) -> str:
+        """The finding for a terminal: rank, class, reason, then the snippet, indented."""
+        at = f"{number}. " if number is not None else ""
         head = (
-            f"[{self.kind.value}] found by the {self.engine} "
+            f"{at}[{self.kind.value}] ({self.severity}) found by the {self.engine} "
             f"({self.hits} hit(s)), {self.calls} call(s):"
         )
+        also = "".join(
+            f"\n  the same trace also shows [{k.value}] (a consequence): {r}"
+            for k, r in self.consequences
+        )
         body = "\n".join(f"    {line}" for line in self.snippet.splitlines())
-        return f"{head}\n  {self.reason}\n{body}"
+        return f"{head}\n  {self.reason}{also}\n{body}"
+
+    def calls_made(self) -> tuple[str, ...]:
+        """The trace's calls as code, construction included (what `rank` compares)."""
+        if self.steps:
+            return tuple(step.call for step in self.steps)
+        return tuple(line.split("  # ", 1)[0].strip() for line in self.trace.splitlines())
 
     def as_dict(self) -> dict[str, Any]:
         """The finding as report fields (`#/$defs/finding` of the report schema)."""
         return {
             "class": self.kind.name.lower(),
             "label": self.kind.value,
+            "severity": self.severity,
             "engine": self.engine,
             "reason": self.reason,
             "calls": self.calls,
             "hits": self.hits,
-            "trace": self.trace,
+            "trace": [step.as_dict() for step in self.steps] or steps_from_lines(self.trace),
             "snippet": self.snippet,
+            "consequences": [
+                {"class": k.name.lower(), "label": k.value, "reason": r}
+                for k, r in self.consequences
+            ],
         }
+
+
+def steps_from_lines(trace: str) -> list[dict[str, Any]]:
+    """A text trace (`code  # note` per line) as steps with the call and its note only
+    (for the engines that keep no structured trace)."""
+    out: list[dict[str, Any]] = []
+    for line in trace.splitlines():
+        code, _, note = line.partition("  # ")
+        code = code.strip()
+        if not code:
+            continue
+        head = code.split("(", 1)[0]
+        op = "construct" if "=" in head else head.rsplit(".", 1)[-1]
+        step: dict[str, Any] = {
+            "call": code,
+            "op": op,
+            "state_before": None,
+            "state_after": None,
+            "changes": [],
+        }
+        if note:
+            step["note"] = note
+        out.append(step)
+    return out
 
 
 def factory_source(factory: object) -> tuple[str, str]:
@@ -77,36 +181,67 @@ def snippet(
     target: str = "factory",
 ) -> str:
     """Runnable Python for a trace: `lines` are (code, note, raised); code naming
-    `target` (the factory's placeholder) is rewritten to call the factory by name."""
+    `target` (the factory's placeholder) is rewritten to call the factory by name. A
+    line made with a policy fault armed (`with PLAN.failing(...): m.call(...)`) runs
+    with the same fault, so the snippet reproduces it."""
     imp, name = factory_source(factory)
-    out = [imp, *preamble, "from contextlib import suppress"]
-    for code, note, raised in lines:
+    rows = list(lines)
+    faults = any("PLAN." in code or "fault_policy_name(" in code for code, _, _ in rows)
+    extra = ["from evictable.proofs.base.faults import PLAN, fault_policy_name"] if faults else []
+    extra += [
+        f"import {mod}" for mod in ("copy", "pickle") if any(f"{mod}." in c for c, _, _ in rows)
+    ]
+    out = [imp, *preamble, *extra, "from contextlib import suppress"]
+    for code, note, raised in rows:
         code = code.replace(f"{target}(", f"{name}(", 1) if target in code else code
-        stmt = f"with suppress(Exception): {code}" if raised else code
+        if raised and code.startswith("with "):  # a call made with a fault armed
+            stmt = f"with suppress(Exception), {code[5:]}"
+        else:
+            stmt = f"with suppress(Exception): {code}" if raised else code
         out.append(f"{stmt}  # {note}" if note else stmt)
     out.append(f"# {reason}")
     return "\n".join(out)
 
 
 def group(findings: Iterable[Finding]) -> tuple[Finding, ...]:
-    """One finding per class: the shortest (fewest calls), hits summed; in order of
-    first appearance."""
+    """One finding per class: the shortest (fewest calls), hits summed; ranked
+    (`rank`)."""
     best: dict[Kind, Finding] = {}
     hits: dict[Kind, int] = {}
     for f in findings:
         hits[f.kind] = hits.get(f.kind, 0) + f.hits
         if f.kind not in best or f.calls < best[f.kind].calls:
             best[f.kind] = f
-    return tuple(
-        Finding(f.kind, f.engine, f.reason, f.trace, f.snippet, f.calls, hits[k])
-        for k, f in best.items()
-    )
+    return rank(replace(f, hits=hits[k]) for k, f in best.items())
+
+
+def _prefix(short: Sequence[str], long: Sequence[str]) -> bool:
+    return 0 < len(short) <= len(long) and tuple(long[: len(short)]) == tuple(short)
+
+
+def rank(findings: Iterable[Finding]) -> tuple[Finding, ...]:
+    """`findings` by severity (`SEVERITY`), the shortest trace first among equals; a
+    finding whose calls begin with a more severe finding's whole trace is folded
+    into it as a consequence (see the module docstring)."""
+    ordered = sorted(findings, key=lambda f: (_ORDER[f.kind], f.calls))
+    kept: list[Finding] = []
+    for f in ordered:
+        mine = f.calls_made()
+        for i, earlier in enumerate(kept):
+            if _ORDER[earlier.kind][0] <= _ORDER[f.kind][0] and _prefix(earlier.calls_made(), mine):
+                kept[i] = replace(earlier, consequences=(*earlier.consequences, (f.kind, f.reason)))
+                break
+        else:
+            kept.append(f)
+    return tuple(kept)
 
 
 def findings_block(findings: tuple[Finding, ...]) -> str:
-    """The verdict line and one block per class of finding."""
+    """The verdict line and one block per class of finding, most severe first."""
     if not findings:
         return "verdict: conforms (no finding)"
     classes = ", ".join(f.kind.value for f in findings)
-    head = f"verdict: REJECTED -- {len(findings)} class(es) of finding: {classes}"
-    return "\n\n".join([head, *(f.text() for f in findings)])
+    head = (
+        f"verdict: REJECTED -- {len(findings)} class(es) of finding, most severe first: {classes}"
+    )
+    return "\n\n".join([head, *(f.text(i) for i, f in enumerate(findings, 1))])

@@ -83,6 +83,7 @@ def explore_findings(
                 failure.snippet,
                 failure.snippet,
                 calls,
+                steps=failure.steps,
             )
         )
     return runs, found

@@ -30,9 +30,17 @@ A key `K` is a JSON string, an integer, or `{"hex": "..."}` for bytes (vLLM's
 block hashes). An error's `type` is the class name (e.g. `BlockNotFoundError`);
 its `keys`, when given, must equal the model error's `keys`.
 
-A line that is not valid JSON, not an object, names an unknown op or field, or
-has a value of the wrong shape raises `TraceFormatError` (a `ValueError`) naming
-the line number; nothing is replayed then.
+A line that is not valid JSON, not an object, names an unknown op or field, an
+error type that is none of this project's errors, or has a value of the wrong shape
+raises `TraceFormatError` (a `ValueError`) naming the line number; nothing is
+replayed then.
+
+**Structured traces.** `replay_text` also takes the trace of a JSON report
+(`evictable check --json`): a whole report (its `finding`-th finding, the most
+severe first), one finding, a `{"steps": [...]}` object or a bare list of steps
+(`#/$defs/step`: `op`, `args`, `result` or `error`; the `construct` step gives the
+header). A step made with an injected policy fault cannot be replayed on the model
+(a format error); a `copy` step changes nothing.
 """
 
 from __future__ import annotations
@@ -43,11 +51,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evictable.model import errors as error_module
 from evictable.model.errors import LifecycleError
 from evictable.model.manager import ModelManager
 from evictable.model.types import Key, LookupResult, OffloadingEvent, PrepareStoreOutput
+from evictable.proofs.base.trace import KeyDecodeError, encode_key, encode_result
+from evictable.proofs.base.trace import decode_key as decode_json_key
 
 __all__ = [
+    "ERROR_TYPES",
     "Call",
     "Divergence",
     "Header",
@@ -56,20 +68,33 @@ __all__ = [
     "decode_key",
     "encode_key",
     "encode_result",
+    "parse_structured",
+    "parse_text",
     "parse_trace",
     "replay_file",
     "replay_lines",
+    "replay_text",
     "trace_line",
 ]
 
+ERROR_TYPES: frozenset[str] = frozenset(
+    name
+    for name in error_module.__all__
+    if isinstance(getattr(error_module, name), type)
+    and issubclass(getattr(error_module, name), LifecycleError)
+)
+"""The error types a trace may record: this project's errors, by class name."""
+
 
 class TraceFormatError(ValueError):
-    """A trace line is malformed; `line` is its 1-based number."""
+    """A trace line (or, in a structured trace, a step) is malformed; `line` is its
+    1-based number (`unit`: "line" or "step")."""
 
-    def __init__(self, line: int, message: str) -> None:
+    def __init__(self, line: int, message: str, unit: str = "line") -> None:
         self.line = line
         self.reason = message
-        super().__init__(f"line {line}: {message}")
+        self.unit = unit
+        super().__init__(f"{unit} {line}: {message}")
 
 
 @dataclass(frozen=True)
@@ -88,6 +113,8 @@ class Call:
     args: dict[str, Any]
     raised: bool
     expect: Any
+    unit: str = "line"
+    """`line` of JSON lines, or `step` of a structured trace."""
 
     def text(self) -> str:
         if "key" in self.args:
@@ -111,6 +138,8 @@ class ReplayReport:
     header: Header
     calls: int
     divergence: Divergence | None
+    unit: str = "line"
+    """Where a divergence is: a `line` of JSON lines, or a `step` of a structured trace."""
 
     @property
     def ok(self) -> bool:
@@ -126,7 +155,7 @@ class ReplayReport:
         if d is None:
             return f"{head}: every recorded outcome matches the model"
         return (
-            f"{head}: first divergence at line {d.line}: {d.call}\n"
+            f"{head}: first divergence at {self.unit} {d.line}: {d.call}\n"
             f"  recorded: {d.recorded}\n  model:    {d.model}"
         )
 
@@ -134,27 +163,12 @@ class ReplayReport:
 # ------------------------------------------------------------------ keys and values
 
 
-def encode_key(key: Key) -> Any:
-    """A key as JSON: str and int as is, bytes as `{"hex": ...}`."""
-    if isinstance(key, bytes):
-        return {"hex": key.hex()}
-    if isinstance(key, str) or (isinstance(key, int) and not isinstance(key, bool)):
-        return key
-    raise TypeError(f"key {key!r} has no JSON encoding (use str, int or bytes)")
-
-
 def decode_key(value: Any, line: int) -> Key:
     """A JSON key: a string, an integer, or `{"hex": "..."}` (bytes)."""
-    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
-        return value
-    if isinstance(value, dict) and set(value) == {"hex"} and isinstance(value["hex"], str):
-        try:
-            return bytes.fromhex(value["hex"])
-        except ValueError:
-            raise TraceFormatError(line, f"bad hex key {value['hex']!r}") from None
-    raise TraceFormatError(
-        line, f'a key must be a string, an integer or {{"hex": ...}}, got {json.dumps(value)}'
-    )
+    try:
+        return decode_json_key(value)
+    except KeyDecodeError as exc:
+        raise TraceFormatError(line, str(exc)) from None
 
 
 def _keys(value: Any, line: int, what: str) -> list[Key]:
@@ -200,6 +214,8 @@ def _result(op: str, value: Any, line: int) -> Any:
             _keys(value["evicted_keys"], line, "evicted_keys"),
         )
     if op == "complete_store":
+        if value is None:  # not reported (vLLM's returns nothing): not compared
+            return None
         return _keys(value, line, "complete_store result")
     if op == "prepare_load":
         return _ints(value, line, "prepare_load result")
@@ -267,12 +283,18 @@ def _error(raw: Any, line: int) -> tuple[str, tuple[Key, ...] | None]:
     if (
         not isinstance(raw, dict)
         or "type" not in raw
-        or not set(raw) <= {"type", "keys"}
+        or not set(raw) <= {"type", "keys", "fields", "message"}
         or not isinstance(raw["type"], str)
         or not raw["type"].isidentifier()
     ):
         raise TraceFormatError(
             line, 'error must be {"type": "ErrorName", "keys": [...]} (keys optional)'
+        )
+    if raw["type"] not in ERROR_TYPES:
+        raise TraceFormatError(
+            line,
+            f"unknown error type {raw['type']!r}: a trace records this project's errors "
+            f"({', '.join(sorted(ERROR_TYPES))})",
         )
     keys = tuple(_keys(raw["keys"], line, "error keys")) if "keys" in raw else None
     return raw["type"], keys
@@ -329,24 +351,73 @@ def parse_trace(lines: Iterable[str]) -> tuple[Header | None, list[Call]]:
     return header, calls
 
 
+def _call_of(step: Any, n: int) -> Call | None:
+    """One structured step as a call (None: a step that changes nothing)."""
+    if not isinstance(step, dict) or not isinstance(step.get("op"), str):
+        raise TraceFormatError(n, 'a step must be an object with an "op"', "step")
+    op = step["op"]
+    if op == "copy":
+        return None
+    if step.get("fault") is not None:
+        raise TraceFormatError(
+            n, f"{op} was made with an injected policy fault, which the model cannot replay", "step"
+        )
+    if op not in _ARGS:
+        raise TraceFormatError(n, f"unknown op {op!r}; known: {sorted(_ARGS)}", "step")
+    if ("result" in step) == ("error" in step):
+        raise TraceFormatError(n, 'exactly one of "result" and "error" is required', "step")
+    try:
+        args = _args(op, step.get("args", {}), n)
+        if "error" in step:
+            return Call(n, op, args, True, _error(step["error"], n), "step")
+        return Call(n, op, args, False, _result(op, step["result"], n), "step")
+    except TraceFormatError as exc:
+        raise TraceFormatError(n, exc.reason, "step") from None
+
+
+def _steps_of(doc: Any, finding: int) -> list[Any]:
+    """The steps of a structured trace document (see the module docstring)."""
+    if isinstance(doc, list):
+        return doc
+    if not isinstance(doc, dict):
+        raise TraceFormatError(1, "a structured trace is a JSON object or a list of steps")
+    if "findings" in doc:
+        found = doc["findings"]
+        if not isinstance(found, list) or not found:
+            raise TraceFormatError(1, "the report has no finding, so no trace to replay")
+        if not 1 <= finding <= len(found):
+            raise TraceFormatError(
+                1, f"the report has {len(found)} finding(s); there is no finding {finding}"
+            )
+        doc = found[finding - 1]
+    steps = doc.get("steps", doc.get("trace"))
+    if not isinstance(steps, list):
+        raise TraceFormatError(1, 'a structured trace needs "steps" (or "trace"): a list of steps')
+    return steps
+
+
+def parse_structured(doc: Any, finding: int = 1) -> tuple[Header | None, list[Call]]:
+    """A structured trace (see the module docstring): its header (from the `construct`
+    step) and its calls. Raises `TraceFormatError` naming the step."""
+    header: Header | None = None
+    calls: list[Call] = []
+    for n, step in enumerate(_steps_of(doc, finding)):
+        if isinstance(step, dict) and step.get("op") == "construct":
+            raw = step.get("args")
+            if not isinstance(raw, dict):
+                raise TraceFormatError(n, "the construct step has no args", "step")
+            try:
+                header = _header(raw, n)
+            except TraceFormatError as exc:
+                raise TraceFormatError(n, exc.reason, "step") from None
+            continue
+        call = _call_of(step, n)
+        if call is not None:
+            calls.append(call)
+    return header, calls
+
+
 # ------------------------------------------------------------------ recording
-
-
-def encode_result(op: str, value: Any) -> Any:
-    """A manager's return value of `op` as the JSON the format expects."""
-    if op == "lookup":
-        return value.value if isinstance(value, LookupResult) else value
-    if op == "prepare_store" and isinstance(value, PrepareStoreOutput):
-        return {
-            "keys_to_store": [encode_key(k) for k in value.keys_to_store],
-            "slot_ids": list(value.slot_ids),
-            "evicted_keys": [encode_key(k) for k in value.evicted_keys],
-        }
-    if op == "complete_store" and isinstance(value, list):
-        return [encode_key(k) for k in value]
-    if op == "take_events" and isinstance(value, list):
-        return [{"keys": [encode_key(k) for k in ev.keys], "removed": ev.removed} for ev in value]
-    return value
 
 
 def trace_line(
@@ -403,8 +474,37 @@ def _show_error(name: str, keys: tuple[Key, ...] | None) -> str:
 
 
 def replay_lines(lines: Iterable[str], header: Header | None = None) -> ReplayReport:
-    """Replay a trace given as lines; `header` overrides the trace's own header."""
+    """Replay a trace given as JSON lines; `header` overrides the trace's own header."""
     found, calls = parse_trace(lines)
+    return _replay(found, calls, header, "line")
+
+
+def replay_text(text: str, header: Header | None = None, finding: int = 1) -> ReplayReport:
+    """Replay a trace given as text: JSON lines, or one JSON document holding a
+    structured trace (a report, a finding, steps; see the module docstring)."""
+    found, calls = parse_text(text, finding)
+    unit = "step" if calls and calls[0].unit == "step" else "line"
+    return _replay(found, calls, header, unit)
+
+
+def parse_text(text: str, finding: int = 1) -> tuple[Header | None, list[Call]]:
+    """A trace given as text, JSON lines or a structured trace: its header and calls
+    (`Call.unit` says which)."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError:
+        doc = None
+    structured = isinstance(doc, list) or (
+        isinstance(doc, dict) and ({"findings", "steps", "trace"} & set(doc)) and "op" not in doc
+    )
+    if structured:
+        return parse_structured(doc, finding)
+    return parse_trace(text.splitlines())
+
+
+def _replay(
+    found: Header | None, calls: list[Call], header: Header | None, unit: str
+) -> ReplayReport:
     head = header or found
     if head is None:
         raise TraceFormatError(
@@ -426,6 +526,9 @@ def replay_lines(lines: Iterable[str], header: Header | None = None) -> ReplayRe
                 and type(value).__name__ == name
                 and (keys is None or tuple(value.keys) == keys)
             )
+        elif call.op == "complete_store" and call.expect is None:
+            recorded = "-> None (not reported)"
+            same = not raised
         else:
             recorded = f"-> {call.expect!r}"
             same = not raised and value == call.expect
@@ -433,11 +536,12 @@ def replay_lines(lines: Iterable[str], header: Header | None = None) -> ReplayRe
             shown = (
                 _show_error(type(value).__name__, tuple(value.keys)) if raised else f"-> {value!r}"
             )
-            return ReplayReport(head, n, Divergence(call.line, call.text(), recorded, shown))
-    return ReplayReport(head, len(calls), None)
+            return ReplayReport(head, n, Divergence(call.line, call.text(), recorded, shown), unit)
+    return ReplayReport(head, len(calls), None, unit)
 
 
-def replay_file(path: str | Path, header: Header | None = None) -> ReplayReport:
-    """Replay the trace in `path` (see the module docstring for the format)."""
+def replay_file(path: str | Path, header: Header | None = None, finding: int = 1) -> ReplayReport:
+    """Replay the trace in `path`: JSON lines or a structured trace (see the module
+    docstring)."""
     with open(path, encoding="utf-8") as fh:
-        return replay_lines(fh, header)
+        return replay_text(fh.read(), header, finding)

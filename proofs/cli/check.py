@@ -2,22 +2,27 @@
 
 ```
 evictable check MODULE:FACTORY [--target manager|free-queue|block-pool|lazy]
-                [--pool MODULE:FACTORY] [--blocks N] [--contract exact|safety]
-                [--errors typed|builtin|any] [--black-box] [--valid-only]
-                [--all-inputs] [--no-invalid] [--no-duplicates] [--no-malformed] [--policy P]
-                [--examples N] [--steps N] [--seed S] [--workers W] [--no-explore]
-                [--json PATH]
+                [--pool MODULE:FACTORY] [--blocks N] [--preset third-party]
+                [--contract exact|safety] [--errors typed|builtin|any] [--black-box]
+                [--valid-only] [--all-inputs] [--no-invalid] [--no-duplicates]
+                [--no-malformed] [--policy P] [--examples N] [--steps N] [--seed S]
+                [--workers W] [--no-explore] [--json PATH] [--html PATH] [--junit PATH]
 ```
 
-Every choice left out comes from what the factory declares (`evictable_contract`,
-`evictable_policy`; `base.contract`), else the defaults: the exact contract,
-typed errors, snapshots, every input, policy `lru`. The `manager` target (the
-default) runs the conformance engine and the explorer (`check.manager`); the GPU
-targets run their lock-step machines and, for the lazy scanner, the breadth-first
-search for the scan-completeness property (`check.gpu`, printed by `cli.check_gpu`).
-Findings are printed one per class, each with its shortest trace as a runnable
-snippet. Exit codes: 0 no
-finding, 1 a finding, 2 could not run.
+Every choice left out comes from the preset (`--preset third-party`: black box,
+safety contract, any error type, valid inputs only), else what the factory declares
+(`evictable_contract`, `evictable_policy`; `base.contract`), else the defaults: the
+exact contract, typed errors, snapshots, every input, policy `lru`. A subject the
+engines cannot drive is refused in one line that says what would work
+(`check.guide`: the shipped adapter of a known engine's class, an adapter for a
+signature that differs from the protocol, the contract without `snapshot()`).
+The `manager` target (the default) runs the conformance engine and the explorer
+(`check.manager`); the GPU targets run their lock-step machines and, for the lazy
+scanner, the breadth-first search for the scan-completeness property (`check.gpu`,
+printed by `cli.check_gpu`). Findings are printed one per class, most severe first
+(`base.findings.rank`), each with its shortest trace as a runnable snippet; `--json`,
+`--html` and `--junit` write them as reports (`cli.report`, `cli.html`,
+`cli.junit`). Exit codes: 0 no finding, 1 a finding, 2 could not run.
 """
 
 from __future__ import annotations
@@ -28,12 +33,12 @@ from typing import Any
 
 from evictable.model.manager import MODEL_POLICIES
 from evictable.proofs.base.compare import Errors
-from evictable.proofs.base.contract import Contract, ContractError, Inputs, Mode, resolve
+from evictable.proofs.base.contract import PRESETS, Contract, ContractError, Inputs, Mode, resolve
 from evictable.proofs.base.findings import findings_block
 from evictable.proofs.base.profiles import MissingProfileError, profile
 from evictable.proofs.check.manager import run_check
-from evictable.proofs.check.setup import SetupError, load_factory, probe_manager
-from evictable.proofs.cli.args import count, writable_path
+from evictable.proofs.check.setup import SetupError, load_factory, probe_gpu, probe_manager
+from evictable.proofs.cli.args import CONTRACT_HELP, ERRORS_HELP, add_report_options, count
 from evictable.proofs.cli.check_gpu import check_gpu
 from evictable.proofs.cli.errors import UsageError
 from evictable.proofs.cli.report import exploration_fields
@@ -44,12 +49,13 @@ TARGETS = ("manager", "free-queue", "block-pool", "lazy")
 
 
 def add_parser(subparsers: Any) -> None:
-    """Add `check` to the `evictable` parser (`count`: the positive-int argument type)."""
+    """Add `check` to the `evictable` parser."""
     p = subparsers.add_parser(
         "check",
         help="check an implementation against the model",
         description="Run the lock-step engines against the implementation made by "
-        "MODULE:FACTORY under a contract (docs/conformance.md).",
+        "MODULE:FACTORY under a contract (docs/conformance.md). A manager you did not "
+        "write: --preset third-party. Findings are listed most severe first.",
     )
     p.add_argument(
         "spec",
@@ -62,12 +68,33 @@ def add_parser(subparsers: Any) -> None:
         "--pool",
         metavar="MODULE:FACTORY",
         default=None,
-        help="lazy target: the block pool factory (num_blocks) -> pool the scanner walks",
+        help="lazy target: the block pool factory (num_blocks) -> pool the scanner walks "
+        "(default: the factory's evictable_pool, else this project's BlockPool)",
     )
-    p.add_argument("--contract", choices=[m.value for m in Mode], default=None)
-    p.add_argument("--errors", choices=[e.value for e in Errors], default=None)
-    p.add_argument("--black-box", action="store_true", default=None, help="never call snapshot()")
-    p.add_argument("--valid-only", action="store_true", default=None, help="valid calls only")
+    p.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default=None,
+        help="a named contract: third-party = --black-box --contract safety --errors any "
+        "--valid-only, for a manager you did not write; flags given with it win "
+        "(default: none)",
+    )
+    p.add_argument("--contract", choices=[m.value for m in Mode], default=None, help=CONTRACT_HELP)
+    p.add_argument("--errors", choices=[e.value for e in Errors], default=None, help=ERRORS_HELP)
+    p.add_argument(
+        "--black-box",
+        action="store_true",
+        default=None,
+        help="never call snapshot(): observe the subject through its API only (default: "
+        "what the factory declares, else off)",
+    )
+    p.add_argument(
+        "--valid-only",
+        action="store_true",
+        default=None,
+        help="valid calls only: = --no-invalid --no-duplicates --no-malformed (default: "
+        "what the factory declares, else off)",
+    )
     p.add_argument(
         "--all-inputs",
         action="store_true",
@@ -84,7 +111,12 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("--examples", type=count(1), default=200, help="conformance examples")
     p.add_argument("--steps", type=count(1), default=40, help="steps per example")
-    p.add_argument("--policy", default=None, help="policy name passed to the factory")
+    p.add_argument(
+        "--policy",
+        default=None,
+        help="policy name passed to the factory (default: the factory's evictable_policy, "
+        "else lru)",
+    )
     p.add_argument(
         "--seed",
         type=count(0),
@@ -93,9 +125,7 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("--workers", type=count(1), default=2, help="explorer worker processes")
     p.add_argument("--no-explore", action="store_true", help="skip the explorer")
-    p.add_argument(
-        "--json", metavar="PATH", type=writable_path, help="also write the report as JSON"
-    )
+    add_report_options(p)
     p.set_defaults(handler=cmd_check)
 
 
@@ -104,6 +134,7 @@ def contract_of(factory: object, args: argparse.Namespace) -> Contract:
     try:
         return resolve(
             factory,
+            preset=getattr(args, "preset", None),
             mode=args.contract,
             errors=args.errors,
             black_box=args.black_box,
@@ -128,6 +159,10 @@ def cmd_check(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     contract = contract_of(factory, args)
     if args.target == "manager":
         return _check_manager(args, factory, contract, import_s)
+    try:
+        probe_gpu(factory, args.target, contract, args.spec)
+    except SetupError as exc:
+        raise UsageError(f"evictable check: {exc}") from None
     return check_gpu(args, factory, pool, contract, import_s)
 
 
@@ -144,7 +179,7 @@ def _check_manager(
     except MissingProfileError as exc:
         raise UsageError(f"evictable check: {exc}") from None
     try:
-        probe_manager(factory, policy, contract)
+        probe_manager(factory, policy, contract, args.spec)
     except SetupError as exc:
         raise UsageError(f"evictable check: {exc}") from None
     print(f"evictable check {args.spec} (target manager, policy {policy!r})")
@@ -202,7 +237,7 @@ def _check_manager(
             "copies": list(record.copies),
             "copies_note": record.copies_note,
             "reason": record.reason,
-            "trace": record.trace,
+            "trace": record.findings[0].as_dict()["trace"] if record.findings else [],
         },
         "explorer": exploration_fields(result.explorations[0]) if result.explorations else None,
         "explorations": [exploration_fields(run) for run in result.explorations],

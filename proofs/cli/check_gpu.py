@@ -91,7 +91,7 @@ def check_gpu(
             "seconds": round(seconds, 4),
             "faults": False,
             "reason": findings[0].reason if findings else "",
-            "trace": findings[0].trace if findings else "",
+            "trace": findings[0].as_dict()["trace"] if findings else [],
         },
         "explorer": None,
         "explorations": [],

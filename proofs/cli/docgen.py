@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import html
+import math
 import re
 import sys
 from collections.abc import Callable
@@ -49,6 +51,7 @@ __all__ = [
     "rejections_table",
     "render",
     "states_table",
+    "svg",
     "transitions_table",
 ]
 
@@ -143,6 +146,140 @@ def dot(m: Machine) -> str:
         lines.append(f'    {t.source.name} -> {t.target.name} [label="{_edge_label(m, t)}"];')
     lines.append("}")
     return "\n".join(lines)
+
+
+_BOX_W, _BOX_H = 128, 46
+_FONT = 11
+
+
+def _layout(m: Machine, width: float, height: float) -> dict[str, tuple[float, float]]:
+    """Each state's centre: the states in table order, clockwise on an ellipse from the
+    top left (a square for four states, a triangle for three)."""
+    n = len(m.states)
+    cx, cy = width / 2, height / 2
+    rx, ry = width / 2 - _BOX_W, height / 2 - _BOX_H - 24
+    start = -3 * math.pi / 4 if n == 4 else -math.pi / 2
+    return {
+        s.state.name: (
+            cx + rx * math.cos(start + 2 * math.pi * i / n),
+            cy + ry * math.sin(start + 2 * math.pi * i / n),
+        )
+        for i, s in enumerate(m.states)
+    }
+
+
+def _border(centre: tuple[float, float], towards: tuple[float, float]) -> tuple[float, float]:
+    """Where the ray from a box's centre towards a point leaves the box."""
+    (x, y), (tx, ty) = centre, towards
+    dx, dy = tx - x, ty - y
+    if dx == 0 and dy == 0:
+        return x, y
+    scale = min(
+        (_BOX_W / 2) / abs(dx) if dx else math.inf, (_BOX_H / 2) / abs(dy) if dy else math.inf
+    )
+    return x + dx * scale, y + dy * scale
+
+
+def _text(x: float, y: float, lines: list[str], cls: str, anchor: str = "middle") -> list[str]:
+    """Lines of text centred on (x, y), on a white backing so edges do not cross them."""
+    width = max(len(line) for line in lines) * _FONT * 0.6 + 8
+    height = len(lines) * (_FONT + 3) + 4
+    left = x - width / 2 if anchor == "middle" else x - 4
+    out = [
+        f'<rect class="label-bg" x="{left:.1f}" y="{y - height / 2:.1f}" '
+        f'width="{width:.1f}" height="{height:.1f}" rx="3"/>'
+    ]
+    top = y - height / 2 + _FONT + 1
+    for i, line in enumerate(lines):
+        out.append(
+            f'<text class="{cls}" x="{x:.1f}" y="{top + i * (_FONT + 3):.1f}" '
+            f'text-anchor="{anchor}">{html.escape(line)}</text>'
+        )
+    return out
+
+
+def svg(m: Machine, width: int = 760, height: int = 520) -> str:
+    """The diagram as standalone SVG, drawn here from the table (no external tool):
+    one box per state (its ref range; a thick border where the flag is set, e.g.
+    evictable), one arrow per (source, target) pair carrying every event between them
+    (event, guard and derived hook, as `mermaid` labels them), self-loops outside the
+    box, and a dot marking the initial states."""
+    pos = _layout(m, width, height)
+    cx, cy = width / 2, height / 2
+    edges: dict[tuple[str, str], list[str]] = {}
+    for t in m.transitions:
+        edges.setdefault((t.source.name, t.target.name), []).append(_edge_label(m, t))
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="lifecycle" role="img" '
+        f'viewBox="0 0 {width} {height}" width="{width}" height="{height}">',
+        f"<title>{html.escape(m.name)} block lifecycle (generated from model/lifecycle.py)</title>",
+        "<style>.state{fill:#f4f7fb;stroke:#2b4a6f;stroke-width:1.5}"
+        ".state.flag{stroke-width:3.5}.edge{fill:none;stroke:#555;stroke-width:1.3}"
+        ".label-bg{fill:#fff;opacity:.9}.edge-label{font:11px sans-serif;fill:#222}"
+        ".state-name{font:bold 13px sans-serif;fill:#12263f}"
+        ".state-ref{font:11px sans-serif;fill:#444}.init{fill:#12263f}</style>",
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
+        'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
+        'fill="#555"/></marker></defs>',
+    ]
+    labels: list[str] = []
+    for (src, dst), names in edges.items():
+        a, b = pos[src], pos[dst]
+        if src == dst:
+            ux, uy = a[0] - cx, a[1] - cy
+            norm = math.hypot(ux, uy) or 1.0
+            ux, uy = ux / norm, uy / norm
+            px, py = -uy, ux
+            start = _border(a, (a[0] + ux * 100 + px * 30, a[1] + uy * 100 + py * 30))
+            end = _border(a, (a[0] + ux * 100 - px * 30, a[1] + uy * 100 - py * 30))
+            c1 = (start[0] + ux * 55 + px * 25, start[1] + uy * 55 + py * 25)
+            c2 = (end[0] + ux * 55 - px * 25, end[1] + uy * 55 - py * 25)
+            out.append(
+                f'<path class="edge" data-edge="{src}->{dst}" d="M{start[0]:.1f},{start[1]:.1f} '
+                f"C{c1[0]:.1f},{c1[1]:.1f} {c2[0]:.1f},{c2[1]:.1f} "
+                f'{end[0]:.1f},{end[1]:.1f}" marker-end="url(#arrow)"/>'
+            )
+            lx, ly = a[0] + ux * (_BOX_W / 2 + 50), a[1] + uy * (_BOX_H / 2 + 52)
+            labels += _text(lx, ly, names, "edge-label")
+            continue
+        mx, my = (a[0] + b[0]) / 2, (a[1] + b[1]) / 2
+        dx, dy = b[0] - a[0], b[1] - a[1]
+        norm = math.hypot(dx, dy) or 1.0
+        bend = 0.26 * norm if (dst, src) in edges else 0.06 * norm
+        ctrl = (mx - dy / norm * bend, my + dx / norm * bend)
+        start, end = _border(a, ctrl), _border(b, ctrl)
+        out.append(
+            f'<path class="edge" data-edge="{src}->{dst}" d="M{start[0]:.1f},{start[1]:.1f} '
+            f'Q{ctrl[0]:.1f},{ctrl[1]:.1f} {end[0]:.1f},{end[1]:.1f}" marker-end="url(#arrow)"/>'
+        )
+        lx = 0.25 * start[0] + 0.5 * ctrl[0] + 0.25 * end[0]
+        ly = 0.25 * start[1] + 0.5 * ctrl[1] + 0.25 * end[1]
+        labels += _text(lx, ly, names, "edge-label")
+    for spec in m.states:
+        x, y = pos[spec.state.name]
+        flag = " flag" if spec.flag else ""
+        out.append(
+            f'<g class="node" data-state="{spec.state.name}"><rect class="state{flag}" '
+            f'x="{x - _BOX_W / 2:.1f}" y="{y - _BOX_H / 2:.1f}" width="{_BOX_W}" '
+            f'height="{_BOX_H}" rx="10"/>'
+            f'<text class="state-name" x="{x:.1f}" y="{y - 3:.1f}" text-anchor="middle">'
+            f"{spec.state.name}</text>"
+            f'<text class="state-ref" x="{x:.1f}" y="{y + 14:.1f}" text-anchor="middle">'
+            f"ref {html.escape(spec.ref_text())}{' · ' + m.flag_name if spec.flag else ''}"
+            "</text></g>"
+        )
+    for state in m.initial:
+        x, y = pos[state.name]
+        ix, iy = x - _BOX_W / 2 - 34, y - _BOX_H / 2 - 14
+        out.append(f'<circle class="init" cx="{ix:.1f}" cy="{iy:.1f}" r="6"/>')
+        ex, ey = _border((x, y), (ix, iy))
+        out.append(
+            f'<path class="edge" d="M{ix + 5:.1f},{iy + 3:.1f} L{ex:.1f},{ey:.1f}" '
+            'marker-end="url(#arrow)"/>'
+        )
+    out += labels
+    out.append("</svg>")
+    return "\n".join(out)
 
 
 def regions() -> dict[str, str]:
@@ -277,9 +414,9 @@ def render(text: str, bodies: dict[str, str] | None = None) -> str:
 
 
 def diagram(fmt: str, machine: str = "cpu") -> str:
-    """The diagram of one machine (`cpu` or `gpu`) in `mermaid` or `dot` format."""
+    """The diagram of one machine (`cpu` or `gpu`) in `mermaid`, `dot` or `svg` format."""
     machines = {CPU_MACHINE.name: CPU_MACHINE, GPU_MACHINE.name: GPU_MACHINE}
-    renderers: dict[str, Callable[[Machine], str]] = {"mermaid": mermaid, "dot": dot}
+    renderers: dict[str, Callable[[Machine], str]] = {"mermaid": mermaid, "dot": dot, "svg": svg}
     return renderers[fmt](machines[machine])
 
 

@@ -22,7 +22,7 @@ from evictable.proofs.base.bounds import Bounds
 from evictable.proofs.base.contract import ContractError, resolve
 from evictable.proofs.base.protocol import Factory
 from evictable.proofs.check.setup import SetupError, load_factory, probe_manager
-from evictable.proofs.cli.args import count, writable_path
+from evictable.proofs.cli.args import CONTRACT_HELP, ERRORS_HELP, count, writable_path
 from evictable.proofs.cli.errors import UsageError
 from evictable.proofs.cli.report import exploration_fields
 from evictable.proofs.explore.manager import DEFAULT_MAX_STATES, Exploration, explore
@@ -73,8 +73,8 @@ def add_parser(subparsers: Any) -> None:
         default=None,
         help="explore this implementation instead of evictable.impl.manager",
     )
-    p.add_argument("--contract", choices=("exact", "safety"), default=None)
-    p.add_argument("--errors", choices=("typed", "builtin", "any"), default=None)
+    p.add_argument("--contract", choices=("exact", "safety"), default=None, help=CONTRACT_HELP)
+    p.add_argument("--errors", choices=("typed", "builtin", "any"), default=None, help=ERRORS_HELP)
     p.add_argument("--black-box", action="store_true", default=None, help="never call snapshot()")
     p.add_argument(
         "--json", metavar="PATH", type=writable_path, help="also write the report as JSON"

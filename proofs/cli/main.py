@@ -10,8 +10,9 @@ or the trace matches); **1** a finding (a counterexample, a divergence, a failed
 or undecided obligation); **2** the command could not run (bad arguments, an
 unusable factory, an unreadable trace, an incomplete exploration). Every error that
 stops a command is one line on stderr, never a traceback. `--json PATH` writes the
-report described by `cli/schema.json` (`cli.report`), also when the command could
-not run.
+report described by `cli/schema.json` (`cli.report`), `--html PATH` the same as one
+self-contained page (`cli.html`) and `--junit PATH` as JUnit XML (`cli.junit`), also
+when the command could not run.
 """
 
 from __future__ import annotations
@@ -30,7 +31,10 @@ from evictable.proofs.cli import check as check_cmd
 from evictable.proofs.cli import explore as explore_cmd
 from evictable.proofs.cli import replay as replay_cmd
 from evictable.proofs.cli import verify as verify_cmd
+from evictable.proofs.cli.args import DefaultsFormatter
 from evictable.proofs.cli.errors import UsageError
+from evictable.proofs.cli.html import render_html
+from evictable.proofs.cli.junit import render_junit
 from evictable.proofs.cli.report import envelope, write_report
 
 __all__ = ["build_parser", "main"]
@@ -39,7 +43,12 @@ Handler = Callable[[argparse.Namespace], tuple[int, dict[str, Any]]]
 
 
 class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line (raised, reported by `main`)."""
+    """An argument parser whose errors are one line (raised, reported by `main`), and
+    whose `--help` shows every option's default (`args.DefaultsFormatter`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", DefaultsFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}")
@@ -72,23 +81,63 @@ def _bench(argv: Sequence[str]) -> int:
 
 _REPORTING = ("verify", "check", "explore", "replay")
 
+_WRITERS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "html": render_html,
+    "junit": render_junit,
+}
+
+
+def _paths(args: argparse.Namespace) -> dict[str, str]:
+    """The report files asked for: format -> path."""
+    out = {}
+    for fmt in ("json", "html", "junit"):
+        path = getattr(args, fmt, None)
+        if path:
+            out[fmt] = path
+    return out
+
+
+def _write_reports(command: str, doc: dict[str, Any], paths: dict[str, str]) -> bool:
+    """Write `doc` to every path asked for (`--json`, `--html`, `--junit`); False (and
+    one line on stderr) when one cannot be written."""
+    ok = True
+    for fmt, path in paths.items():
+        try:
+            if fmt == "json":
+                write_report(path, doc)
+            else:
+                Path(path).write_text(_WRITERS[fmt](doc), encoding="utf-8")
+        except OSError as exc:
+            print(f"evictable {command}: cannot write {path}: {exc.strerror}", file=sys.stderr)
+            ok = False
+        except Exception as exc:  # a bug of this tool: one line, never a traceback
+            print(
+                f"evictable {command}: cannot write {path}: internal error: "
+                f"{type(exc).__name__}: {exc}",
+                file=sys.stderr,
+            )
+            ok = False
+    return ok
+
 
 def _report_refusal(argv: list[str], error: str) -> int:
-    """Arguments refused before a command ran: still write its report, if one was
-    asked for (`--json PATH` or `--json=PATH`). Returns 2."""
+    """Arguments refused before a command ran: still write its reports, if any were
+    asked for (`--json PATH` or `--json=PATH`, `--html`, `--junit`). Returns 2."""
     if not argv or argv[0] not in _REPORTING:
         return 2
-    path = None
+    paths: dict[str, str] = {}
     for i, arg in enumerate(argv):
-        if arg == "--json" and i + 1 < len(argv):
-            path = argv[i + 1]
-        elif arg.startswith("--json="):
-            path = arg.partition("=")[2]
-    if path and os.path.isdir(os.path.dirname(os.path.abspath(path))):
-        try:
-            write_report(path, envelope(argv[0], argv, 2, 0.0, {}, error))
-        except OSError as exc:
-            print(f"evictable {argv[0]}: cannot write {path}: {exc.strerror}", file=sys.stderr)
+        for fmt in ("json", "html", "junit"):
+            if arg == f"--{fmt}" and i + 1 < len(argv):
+                paths[fmt] = argv[i + 1]
+            elif arg.startswith(f"--{fmt}="):
+                paths[fmt] = arg.partition("=")[2]
+    usable = {
+        fmt: path
+        for fmt, path in paths.items()
+        if os.path.isdir(os.path.dirname(os.path.abspath(path)))
+    }
+    _write_reports(argv[0], envelope(argv[0], argv, 2, 0.0, {}, error), usable)
     return 2
 
 
@@ -112,8 +161,10 @@ def build_parser() -> argparse.ArgumentParser:
     check_cmd.add_parser(sub)
     replay_cmd.add_parser(sub)
     p = sub.add_parser("diagram", help="print the lifecycle diagram (raw Mermaid or DOT)")
-    p.add_argument("--format", choices=("mermaid", "dot"), default="mermaid")
-    p.add_argument("--machine", choices=("cpu", "gpu"), default="cpu")
+    p.add_argument(
+        "--format", choices=("mermaid", "dot", "svg"), default="mermaid", help="output format"
+    )
+    p.add_argument("--machine", choices=("cpu", "gpu"), default="cpu", help="which lifecycle table")
     p.set_defaults(handler=_diagram)
     sub.add_parser(
         "bench",
@@ -159,14 +210,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
     except BrokenPipeError:
         return _pipe_closed()
-    path = getattr(args, "json", None)
-    if path:
-        doc = envelope(args.command, args_in, code, time.perf_counter() - start, fields, error)
-        try:
-            write_report(path, doc)
-        except OSError as exc:
-            print(f"evictable {args.command}: cannot write {path}: {exc.strerror}", file=sys.stderr)
-            return 2
+    doc = envelope(args.command, args_in, code, time.perf_counter() - start, fields, error)
+    if not _write_reports(args.command, doc, _paths(args)):
+        return 2
     return code
 
 

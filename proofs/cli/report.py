@@ -43,9 +43,11 @@ __all__ = [
     "write_report",
 ]
 
-SCHEMA_VERSION = 2
-"""2: a check is bounded by work; its wall clock is a hang backstop (`backstop_s`,
-was `timeout_s` / `budget_s`)."""
+SCHEMA_VERSION = 3
+"""3: traces are data -- a list of steps (`#/$defs/step`), was a string of code -- with
+the runnable snippet beside them; findings are ranked (`severity`, `consequences`).
+2: a check is bounded by work; its wall clock is a hang backstop (`backstop_s`, was
+`timeout_s` / `budget_s`)."""
 
 
 @cache
@@ -119,6 +121,7 @@ def exploration_fields(run: Exploration) -> dict[str, Any]:
             "reason": run.failure.reason,
             "calls": len(run.failure.path) + (run.failure.op is not None),
             "snippet": run.failure.snippet,
+            "trace": [step.as_dict() for step in run.failure.steps],
         }
     return {
         "bounds": {

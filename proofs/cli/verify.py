@@ -1,7 +1,7 @@
 """`evictable verify`: every obligation, a live progress line, then one table.
 
 ```
-evictable verify [--quick | --thorough] [-j N] [--only PREFIX] [--backstop SECONDS]
+evictable verify [--quick | --thorough] [-j N] [--only PREFIX ...] [--backstop SECONDS]
                  [--verbose] [--json PATH]
 ```
 
@@ -44,7 +44,7 @@ from evictable.proofs.base.records import (
     Status,
     format_result,
 )
-from evictable.proofs.cli.args import count, writable_path
+from evictable.proofs.cli.args import add_report_options, count
 from evictable.proofs.cli.errors import UsageError
 from evictable.proofs.obligations import registry
 from evictable.proofs.obligations.registry import load_group
@@ -57,10 +57,12 @@ the user's cache directory (`$XDG_CACHE_HOME/evictable`, else `~/.cache/evictabl
 
 
 def collect(
-    level: Level, only: str | None, groups: Sequence[str] | None = None
+    level: Level, only: str | Sequence[str] | None, groups: Sequence[str] | None = None
 ) -> tuple[list[Obligation], list[Result]]:
-    """Every obligation of every group (`registry.GROUPS` by default); a group that
-    fails to load is an `error` record."""
+    """Every obligation of every group (`registry.GROUPS` by default) whose name starts
+    with `only` (one prefix or any of several); a group that fails to load is an
+    `error` record."""
+    prefixes = None if only is None else (only,) if isinstance(only, str) else tuple(only)
     obligations: list[Obligation] = []
     broken: list[Result] = []
     for mod_name in registry.GROUPS if groups is None else groups:
@@ -79,7 +81,7 @@ def collect(
                 )
             )
             continue
-        obligations.extend(ob for ob in group if only is None or ob.name.startswith(only))
+        obligations.extend(ob for ob in group if prefixes is None or ob.name.startswith(prefixes))
     return obligations, broken
 
 
@@ -205,7 +207,7 @@ def _console(stream: TextIO) -> Any:
 
 def verify(
     level: Level = "default",
-    only: str | None = None,
+    only: str | Sequence[str] | None = None,
     backstop_s: float = HANG_BACKSTOP_S,
     emit: Callable[[str], None] | None = None,
     jobs: int = 0,
@@ -317,8 +319,14 @@ def add_parser(sub: Any) -> None:
         "with its negative control, and print one table of records.",
     )
     depth = p.add_mutually_exclusive_group()
-    depth.add_argument("--quick", action="store_true", help="small bounds (seconds)")
-    depth.add_argument("--thorough", action="store_true", help="larger bounds, more examples")
+    depth.add_argument(
+        "--quick", action="store_true", help="small bounds (seconds; default: the default level)"
+    )
+    depth.add_argument(
+        "--thorough",
+        action="store_true",
+        help="larger bounds, more examples (default: the default level)",
+    )
     p.add_argument(
         "-j",
         "--jobs",
@@ -330,7 +338,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--only",
         metavar="PREFIX",
-        help="run only the obligations whose name starts with PREFIX (default: all)",
+        action="append",
+        help="run only the obligations whose name starts with PREFIX; repeat it for several "
+        "prefixes (default: all)",
     )
     p.add_argument(
         "--backstop",
@@ -341,9 +351,7 @@ def add_parser(sub: Any) -> None:
         "unknown, never as a finding (default: %(default)g; verdicts come from work)",
     )
     p.add_argument("--verbose", action="store_true", help="print one line per record as it lands")
-    p.add_argument(
-        "--json", metavar="PATH", type=writable_path, help="also write the report as JSON"
-    )
+    add_report_options(p)
     p.set_defaults(handler=run)
 
 
@@ -362,11 +370,12 @@ def run(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     level: Level = "quick" if args.quick else "thorough" if args.thorough else "default"
     if args.only is not None:
         names = [ob.name for ob in collect(level, None)[0]]
-        if not any(n.startswith(args.only) for n in names):
-            raise UsageError(
-                f"evictable verify: --only {args.only!r} selects no obligation "
-                f"(names start with e.g. {', '.join(sorted({n.split('.')[0] for n in names}))})"
-            )
+        for prefix in args.only:
+            if not any(n.startswith(prefix) for n in names):
+                raise UsageError(
+                    f"evictable verify: --only {prefix!r} selects no obligation "
+                    f"(names start with e.g. {', '.join(sorted({n.split('.')[0] for n in names}))})"
+                )
     emit = print if args.verbose else None
     start = time.monotonic()
     error: str | None = None
@@ -384,7 +393,8 @@ def run(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
         "level": level,
         "backstop_s": args.backstop,
         "jobs": args.jobs,
-        "only": args.only,
+        # one prefix as a string (as before), several as a list
+        "only": args.only[0] if args.only and len(args.only) == 1 else args.only,
         "counts": counts(results),
         "records": [r.as_dict() for r in results],
     }

@@ -40,6 +40,7 @@ from evictable.proofs.base.faults import HOOKS
 from evictable.proofs.base.findings import snippet as render_snippet
 from evictable.proofs.base.guard import StepTimeout, step_guard
 from evictable.proofs.base.protocol import Factory
+from evictable.proofs.base.trace import TraceStep
 from evictable.proofs.explore.engine import Result, search
 from evictable.proofs.explore.manager_subject import ManagerSubject
 from evictable.proofs.explore.ops import Op
@@ -109,6 +110,8 @@ class Failure:
     snippet: str
     kind: FindingKind = FindingKind.STATE
     """The finding's class (`base.compare.Kind`)."""
+    steps: tuple[TraceStep, ...] = ()
+    """The trace as data (`base.trace.TraceStep`), construction first."""
 
     def text(self) -> str:
         n = len(self.path) + (self.op is not None)
@@ -238,9 +241,10 @@ def _failure(ctx: ManagerSubject, run: Result[int]) -> Failure:
     labels = run.path[:-1] if found.last is not None else run.path
     path = tuple(ctx.ops[i] for i in labels)
     op = ctx.ops[found.last] if found.last is not None else None
+    steps: list[TraceStep] = []
     try:
         with step_guard():  # replaying an edge that hung would hang again
-            lines = ctx.lines(labels, found.last)
+            lines, steps = ctx.trace(labels, found.last)
             kind = ctx.classify(labels, found.last)
     except StepTimeout as timeout:
         lines, kind = _hung_lines(ctx, labels, op, timeout), FindingKind.HANG
@@ -256,6 +260,7 @@ def _failure(ctx: ManagerSubject, run: Result[int]) -> Failure:
         op,
         text + "\nprint(m.snapshot())" if not ctx.contract.black_box else text,
         kind,
+        tuple(steps),
     )
 
 

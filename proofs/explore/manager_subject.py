@@ -48,6 +48,7 @@ from evictable.proofs.base.cpu_contract import (
 from evictable.proofs.base.faults import PLAN, InjectedFault, fault_policy_name
 from evictable.proofs.base.guard import STEP_BOUND_S, step_guard
 from evictable.proofs.base.protocol import Factory
+from evictable.proofs.base.trace import TraceStep, encode_args, encode_state, outcome_of
 from evictable.proofs.explore.engine import Expansion, Found
 from evictable.proofs.explore.ops import Alphabet, Op, invoke
 from evictable.proofs.explore.state import Code, encode, mentioned_keys
@@ -151,21 +152,56 @@ class Context:
 
     def lines(self, path: Sequence[int], last: int | None) -> list[tuple[str, str, bool]]:
         """The trace `path` (+ `last`) as snippet lines, replayed afresh on both sides."""
+        return self.trace(path, last)[0]
+
+    def trace(
+        self, path: Sequence[int], last: int | None
+    ) -> tuple[list[tuple[str, str, bool]], list[TraceStep]]:
+        """The trace `path` (+ `last`), replayed afresh on both sides: as snippet
+        lines, and as structured steps (`base.trace.TraceStep`: the implementation's
+        observed state around every call)."""
         b = self.bounds
         model = self.new_model()
         impl = self.factory(b.slots, b.policy, b.events > 0)
-        out = [(f"m = factory({b.slots!r}, {b.policy!r}, {b.events > 0!r})", "", False)]
-        steps = [*path, last] if last is not None else list(path)
-        for n, i in enumerate(steps, 1):
+        code = f"m = factory({b.slots!r}, {b.policy!r}, {b.events > 0!r})"
+        out = [(code, "", False)]
+        i_side = self._observed(impl)
+        names = {"num_blocks": b.slots, "policy": b.policy, "enable_events": b.events > 0}
+        steps = [TraceStep(code, "construct", names, after=encode_state(i_side))]
+        ops = [*path, last] if last is not None else list(path)
+        for n, i in enumerate(ops, 1):
             op = self.ops[i]
             rm, ri = pair(self.contract, model, impl, op.method, op.build)
             note = describe(rm)
-            if n == len(steps) and last is not None:
+            if n == len(ops) and last is not None:
                 note = f"expected (model) {describe(rm)}; observed {describe(ri)}"
             elif describe(ri) != note:
                 note += f"  (impl: {describe(ri)})"
-            out.append((f"m.{op.text}", note, rm.raised or ri.raised))
-        return out
+            raised = rm.raised or ri.raised
+            out.append((f"m.{op.text}", note, raised))
+            before, i_side = i_side, self._observed(impl)
+            args, kwargs = op.build()
+            steps.append(
+                TraceStep(
+                    f"m.{op.text}",
+                    op.method,
+                    encode_args(op.method, args, kwargs),
+                    outcome_of(op.method, ri.raised, ri.value),
+                    outcome_of(op.method, rm.raised, rm.value),
+                    encode_state(before),
+                    encode_state(i_side),
+                    note,
+                    raised,
+                )
+            )
+        return out, steps
+
+    def _observed(self, impl: Any) -> object:
+        """The implementation's state as the contract observes it (None if it cannot)."""
+        try:
+            return observe(self.contract, impl, self.alphabet.keys, self.counted).view
+        except ObservationError:
+            return None
 
     def ops_in(self, snap: ManagerSnapshot) -> tuple[int, ...]:
         """Indexes of the ops to try in the state `snap` (`Alphabet.ops_for` with the
@@ -193,7 +229,16 @@ class Context:
         try:
             blob = pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
             if kind not in self.picklable:
-                if pickle.loads(blob).snapshot() != obj.snapshot():
+                copied = pickle.loads(blob)
+                if self.contract.black_box:  # no snapshot(): the copy must look the same
+                    keys = self.alphabet.keys
+                    same = (
+                        observe(self.contract, copied, keys, self.counted).view
+                        == observe(self.contract, obj, keys, self.counted).view
+                    )
+                else:
+                    same = copied.snapshot() == obj.snapshot()
+                if not same:
                     raise ValueError("the copy is not equivalent")
                 self.picklable[kind] = True
         except Exception:

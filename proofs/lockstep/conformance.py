@@ -399,6 +399,7 @@ def _shrunk(
                 snippet(factory, contract.keys.preamble, lines, best.reason),
                 best.calls,
                 max(1, hits.get(best.kind, 1)),
+                tuple(line.step() for line in best.lines),
             )
         )
     return tuple(out)

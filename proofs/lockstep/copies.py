@@ -26,7 +26,7 @@ from typing import Any, NoReturn, Protocol
 
 from evictable.impl.policies.base import CachePolicy
 from evictable.proofs.base.compare import diff
-from evictable.proofs.lockstep.failures import Copy, TraceLine
+from evictable.proofs.lockstep.failures import Copy, RawStep, TraceLine
 
 __all__ = ["MODES", "Copy", "apply_copy", "copy_modes", "copy_support", "roundtrip"]
 
@@ -112,6 +112,7 @@ def apply_copy(lock: LockStep, action: Copy) -> None:
         TraceLine(
             f"m = {text}",
             "the copy must equal m and be independent of it; the run goes on with it",
+            raw=RawStep("copy", kwargs=(("how", action.how),), before=i_before),
         )
     )
 

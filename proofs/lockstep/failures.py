@@ -1,7 +1,9 @@
 """A lock-step run's actions, failures and counts (`lockstep.manager.LockStep`).
 
 * `Start`, `Step`, `Fault`, `Copy`, `Construct` -- the actions a `LockStep` applies;
-* `TraceLine` -- one line of a trace (code, both sides' answers, whether it raised);
+* `TraceLine` -- one line of a trace (code, both sides' answers, whether it raised),
+  and what it stands for as data (`RawStep`, turned into a `base.trace.TraceStep`
+  only for the traces a report shows);
 * `ConformanceFailure` -- a divergence: its class (`compare.Kind`), reason, trace and
   actions (and the further findings of the same last step);
 * `RunStats` -- counts across the examples of one run, and the shortest failure of
@@ -13,8 +15,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from evictable.proofs.base.compare import Kind
+from evictable.proofs.base.compare import Kind, Reply
+from evictable.proofs.base.trace import TraceStep, encode_args, encode_state, outcome_of
 from evictable.proofs.lockstep.inputs import Call
 
 __all__ = [
@@ -23,6 +27,7 @@ __all__ = [
     "Construct",
     "Copy",
     "Fault",
+    "RawStep",
     "RunStats",
     "Start",
     "Step",
@@ -78,16 +83,62 @@ Action = Start | Step | Fault | Construct | Copy
 
 
 @dataclass(frozen=True)
+class RawStep:
+    """What one line of a trace stands for, kept by reference (encoded only when a
+    report shows the trace): the operation, its arguments, both sides' replies (the
+    model's None when it was not stepped) and the implementation's observed state
+    before and after (views, see `base.cpu_contract.observe`)."""
+
+    op: str
+    args: tuple[Any, ...] = ()
+    kwargs: tuple[tuple[str, Any], ...] = ()
+    impl: Reply | None = None
+    model: Reply | None = None
+    before: object = None
+    after: object = None
+    fault: tuple[tuple[str, Any], ...] | None = None
+
+
+@dataclass(frozen=True)
 class TraceLine:
     """One line of a trace: the code (`m.prepare_store([...])`, `m = factory(...)`),
-    both sides' answers, and whether a side raised (a snippet then guards the line)."""
+    both sides' answers, and whether a side raised (a snippet then guards the line);
+    `raw`, what it stands for as data."""
 
     code: str
     note: str = ""
     raised: bool = False
+    raw: RawStep | None = field(default=None, compare=False, repr=False)
 
     def text(self) -> str:
         return f"{self.code}  # {self.note}" if self.note else self.code
+
+    def step(self) -> TraceStep:
+        """The line as a structured step (`base.trace.TraceStep`)."""
+        raw = self.raw
+        if raw is None:
+            head = self.code.split("(", 1)[0]
+            op = "construct" if "=" in head else head.rsplit(".", 1)[-1]
+            return TraceStep(self.code, op, note=self.note, raised=self.raised)
+        if raw.op == "construct":
+            names = ("num_blocks", "policy", "enable_events")
+            args = {n: v for n, v in zip(names, raw.args, strict=False)}
+            if not all(isinstance(v, int | str | bool) for v in args.values()):
+                args = {n: repr(v) for n, v in args.items()}
+        else:
+            args = encode_args(raw.op, raw.args, dict(raw.kwargs))
+        return TraceStep(
+            self.code,
+            raw.op,
+            args,
+            outcome_of(raw.op, raw.impl.raised, raw.impl.value) if raw.impl else None,
+            outcome_of(raw.op, raw.model.raised, raw.model.value) if raw.model else None,
+            encode_state(raw.before),
+            encode_state(raw.after),
+            self.note,
+            self.raised,
+            dict(raw.fault) if raw.fault is not None else None,
+        )
 
 
 class ConformanceFailure(AssertionError):

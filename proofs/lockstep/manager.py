@@ -30,6 +30,7 @@ implementation: every example starts both sides afresh.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -61,6 +62,7 @@ from evictable.proofs.lockstep.failures import (
     Construct,
     Copy,
     Fault,
+    RawStep,
     RunStats,
     Start,
     Step,
@@ -255,8 +257,16 @@ class LockStep:
             self.stats.fault_examples += 1
         impl_policy = self.fault_policy if self.faulty and self.fault_policy else self.policy
         self.plan.disarm()
+        shown = (
+            f"fault_policy_name({self.policy!r})"  # registers it: the snippet runs as printed
+            if self.faulty and self.fault_policy
+            else repr(impl_policy)
+        )
         self.lines.append(
-            TraceLine(f"m = factory({a.num_blocks!r}, {impl_policy!r}, {a.events!r})")
+            TraceLine(
+                f"m = factory({a.num_blocks!r}, {shown}, {a.events!r})",
+                raw=RawStep("construct", (a.num_blocks, impl_policy, a.events)),
+            )
         )
         self.model = make_model(self.contract, a.num_blocks, self.policy, a.events)
         try:
@@ -272,6 +282,8 @@ class LockStep:
         except Exception:  # a crashing counter is reported by the state check
             self.counted = True
         self._check_after("construction")
+        if self.i_side is not None:
+            self._attach(after=self.i_side.view)
         if self.observer is not None:
             self.observer.start()
 
@@ -333,7 +345,15 @@ class LockStep:
         m_after, i_after = self._observe(label)
         self._observed(label, "the model", call, rm, m_before, m_after)
         self._observed(label, "the implementation", call, ri, i_before, i_after)
-        args, _ = call.build()
+        args, kwargs = call.build()
+        self._attach(
+            args=args,
+            kwargs=tuple(kwargs.items()),
+            impl=ri,
+            model=rm,
+            before=i_before.view,
+            after=i_after.view,
+        )
         found = judge_call(
             self.contract,
             call.method,
@@ -348,6 +368,14 @@ class LockStep:
         )
         self._fail_all(label, found)
         self._check_after(label, (m_after, i_after))
+
+    def _attach(self, **what: Any) -> None:
+        """Complete the raw step of the last trace line with `what` (`RawStep` fields)."""
+        if not self.lines:
+            return
+        last = self.lines[-1]
+        raw = last.raw if last.raw is not None else RawStep(_op_of(last.code))
+        self.lines[-1] = dataclasses.replace(last, raw=dataclasses.replace(raw, **what))
 
     def _fault(self, a: Fault) -> None:
         when = " after its body" if a.late else ""
@@ -377,12 +405,24 @@ class LockStep:
             return
         self.stats.faults_fired += 1
         self.stats.outcomes[f"fault:{a.hook}"] += 1
+        late = ", late=True" if a.late else ""
+        args, kwargs = a.call.build()
         self.lines.append(
             TraceLine(
-                f"m.{a.call.text}",
+                f"with PLAN.failing({a.hook!r}, {a.k}{late}): m.{a.call.text}",
                 f"policy hook {a.hook!r} raises on call {a.k}{when}; impl {ri.describe()}; "
                 "model not stepped",
                 True,
+                RawStep(
+                    a.call.method,
+                    args,
+                    tuple(kwargs.items()),
+                    ri,
+                    None,
+                    i_before.view,
+                    None,
+                    (("hook", a.hook), ("call", a.k), ("late", a.late)),
+                ),
             )
         )
         if not ri.raised or ri.value is not fired:
@@ -398,6 +438,8 @@ class LockStep:
                 Kind.ATOMICITY,
             )
         self._check_after(label)
+        if self.i_side is not None:
+            self._attach(after=self.i_side.view)
 
     def _construct(self, a: Construct) -> None:
         label = self._begin(a) + " (construction)"
@@ -417,6 +459,11 @@ class LockStep:
                 f"{label}: errors differ: model {rm.describe()}, impl {ri.describe()}", Kind.ERROR
             )
         self._check_after(label)
+
+
+def _op_of(code: str) -> str:
+    head = code.split("(", 1)[0]
+    return "construct" if "=" in head else head.rsplit(".", 1)[-1]
 
 
 def _invoke(target: Any, call: Call) -> Reply:

@@ -21,8 +21,17 @@ pytest.importorskip("vllm")
 
 from tests.interop.conftest import finding
 from tests.test_docs_examples import ROOT, Block, python_blocks
+from tools.transcripts import regenerate, stale_message, transcripts
 
 BLOCKS = python_blocks(ROOT / "docs" / "interop.md")
+TRANSCRIPTS = transcripts(ROOT / "docs" / "interop.md")
+
+
+@pytest.mark.parametrize("block", TRANSCRIPTS, ids=[b.name for b in TRANSCRIPTS])
+def test_interop_md_transcript_is_current(block: Any) -> None:
+    assert block.needs == "vllm"
+    fresh = regenerate(block)
+    assert fresh == block, stale_message(block, fresh)
 
 
 def test_interop_md_has_the_vllm_examples() -> None:

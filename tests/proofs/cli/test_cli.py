@@ -169,6 +169,25 @@ def test_verify_only_filters_by_prefix(
     assert "drop.me" not in capsys.readouterr().out
 
 
+def test_verify_only_takes_several_prefixes(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fake_group(
+        monkeypatch,
+        "fake_several",
+        [
+            _ob("one.me", lambda t: proved()),
+            _ob("two.me", lambda t: proved()),
+            _ob("drop.me", lambda t: refuted("x")),
+        ],
+    )
+    assert cli.main(["verify", "--only", "one", "--only", "two"]) == 0
+    out = capsys.readouterr().out
+    assert "one.me" in out and "two.me" in out and "drop.me" not in out
+    assert cli.main(["verify", "--only", "one", "--only", "zzz"]) == 2
+    assert "--only 'zzz' selects no obligation" in capsys.readouterr().err
+
+
 def test_verify_with_nothing_selected_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_group(monkeypatch, "fake_empty", [])
     assert cli.main(["verify"]) == 1

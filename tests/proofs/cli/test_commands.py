@@ -139,7 +139,7 @@ def test_check_accepts_the_reference_implementation(
         ("evictable.proofs.controls.manager:missing", "has no attribute 'missing'"),
         ("tests.proofs.cli.test_commands:NOT_CALLABLE", "not callable"),
         ("tests.proofs.cli.test_commands:raising_factory", "raised RuntimeError: no manager today"),
-        ("tests.proofs.cli.test_commands:not_a_manager", "without the manager API"),
+        ("tests.proofs.cli.test_commands:not_a_manager", "lacks lookup, prepare_store"),
     ],
 )
 def test_check_rejects_unusable_factories(

@@ -111,6 +111,11 @@ CASES: list[tuple[str, list[str], int]] = [
     ("replay of a binary file", ["replay", "{binary}"], 2),
     ("replay of a missing file", ["replay", "{missing}"], 2),
     ("verify of one group", ["verify", "--quick", "--only", "cpu.initiation"], 0),
+    (
+        "verify of two prefixes",
+        ["verify", "--quick", "--only", "cpu.initiation", "--only", "cpu.hooks.load_end"],
+        0,
+    ),
     ("verify with a bad timeout", ["verify", "--timeout", "0"], 2),
 ]
 

@@ -1,0 +1,1 @@
+"""Examples run from a checkout (docs/conformance.md); not installed."""

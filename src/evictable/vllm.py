@@ -63,7 +63,7 @@ from collections import OrderedDict  # noqa: E402
 from collections.abc import Iterable, Iterator, Mapping, Sequence  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from heapq import heappush  # noqa: E402
-from typing import Any  # noqa: E402
+from typing import Any, cast  # noqa: E402
 
 from evictable.impl.policies.arc_ghosts import GhostList  # noqa: E402
 from evictable.impl.policies.arc_index import HEAPED, ArcRecord, IdleIndex, select  # noqa: E402
@@ -95,7 +95,7 @@ class ChunkView(Mapping[OffloadKey, ChunkStatus]):
         self.field = field
 
     def __getitem__(self, key: OffloadKey) -> ChunkStatus:
-        return getattr(self.nodes[key], self.field)  # type: ignore[no-any-return]
+        return cast("ChunkStatus", getattr(self.nodes[key], self.field))
 
     def __iter__(self) -> Iterator[OffloadKey]:
         return iter(self.nodes)
@@ -149,7 +149,7 @@ class _RequestRank:
     rank: int
 
 
-class EvictableLRU(CachePolicy):
+class EvictableLRU(CachePolicy):  # type: ignore[misc]
     """vLLM 0.33's request-scoped LRU, whose eviction never visits a pinned chunk.
 
     Semantics (vLLM 0.33's `LRUCachePolicy`, exactly): every resident key has a rank
@@ -201,7 +201,7 @@ class EvictableLRU(CachePolicy):
             self.next_rank += 1
             state = _RequestRank(self, self.cache_generation, self.next_rank)
             req_context.set_state(state)
-        return state.rank
+        return int(state.rank)
 
     def _rerank(self, entry: RankEntry, rank: int, position: int) -> None:
         idle = self.idle
@@ -352,7 +352,7 @@ class ArcNode(ArcRecord):
         self.ref_cnt = 0 if chunk.ref_cnt == 0 else (1 if chunk.ref_cnt > 0 else -1)
 
 
-class EvictableARC(CachePolicy):
+class EvictableARC(CachePolicy):  # type: ignore[misc]
     """vLLM 0.33's ARC, whose eviction never scans a pinned chunk.
 
     Semantics (vLLM 0.33's `ARCCachePolicy`, exactly): T1/T2 resident, B1/B2 ghosts
@@ -388,13 +388,38 @@ class EvictableARC(CachePolicy):
 
     @property
     def t1(self) -> ChunkView:
-        """T1, least recent first: key -> chunk (read-only). Complexity: O(1)."""
+        """T1, least recent first: key -> chunk. Complexity: O(1)."""
         return ChunkView(self.nodes1)
+
+    @t1.setter
+    def t1(self, entries: Mapping[OffloadKey, ChunkStatus]) -> None:
+        """Replace T1 with `entries` (key -> chunk, least recent first). Complexity: O(n)."""
+        self._replace(False, entries)
 
     @property
     def t2(self) -> ChunkView:
-        """T2, least recent first: key -> chunk (read-only). Complexity: O(1)."""
+        """T2, least recent first: key -> chunk. Complexity: O(1)."""
         return ChunkView(self.nodes2)
+
+    @t2.setter
+    def t2(self, entries: Mapping[OffloadKey, ChunkStatus]) -> None:
+        """Replace T2 with `entries` (key -> chunk, least recent first). Complexity: O(n)."""
+        self._replace(True, entries)
+
+    def _replace(self, in_t2: bool, entries: Mapping[OffloadKey, ChunkStatus]) -> None:
+        items = list(entries.items())
+        nodes = self.nodes2 if in_t2 else self.nodes1
+        index = self.idle2 if in_t2 else self.idle1
+        index.clear()
+        nodes.clear()
+        for key, chunk in items:
+            node = ArcNode(key, chunk)
+            self.clock += 1
+            node.stamp = self.clock
+            node.in_t2 = in_t2
+            nodes[key] = node
+            if node.ref_cnt == 0:
+                index.append(node)
 
     @property
     def b1(self) -> GhostView:

@@ -24,7 +24,7 @@ Spec = tuple[str, str | None]
 
 def key(i: int) -> bytes:
     """The i-th key: a hash and a group index (two KV cache groups)."""
-    return make_offload_key(f"h{i}".encode(), i % 2)
+    return bytes(make_offload_key(f"h{i}".encode(), i % 2))
 
 
 def make(spec: Spec, num_chunks: int, events: bool = True) -> CPUOffloadingManager:
@@ -111,6 +111,7 @@ def run_pair(
             keys.append(keys[0])  # a repeated key (vLLM's defect shows on both sides)
         return keys
 
+    call: tuple[object, ...]
     for step in range(steps):
         if not live or rng.random() < 0.15:
             new_request()

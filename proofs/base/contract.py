@@ -18,6 +18,9 @@ GPU-side machines (docs/conformance.md, "Contracts"):
   (`malformed`: shapes, types, bad constructor arguments).
 * `keys` -- how keys are made (`KeySpace`): in the caller's own format, so that an
   adapter sees the keys it would see in production.
+* `profile` -- which semantics the model specifies (`model.vllm033.PROFILES`):
+  `seed` (the default, docs/semantics.md) or `vllm-0.33` (vLLM 0.33's
+  request-scoped recency, `model.vllm033`).
 
 An adapter may *declare* its contract: a factory attribute `evictable_contract`
 (a `Contract`, or a dict of field overrides such as `{"errors": "any"}`).
@@ -34,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evictable.model.types import Key
+from evictable.model.vllm033 import PROFILES
 from evictable.proofs.base.compare import Errors
 
 __all__ = [
@@ -116,6 +120,7 @@ class Contract:
     black_box: bool = False
     inputs: Inputs = field(default_factory=Inputs)
     keys: KeySpace = field(default_factory=KeySpace)
+    profile: str = "seed"
 
     @property
     def safety(self) -> bool:
@@ -133,6 +138,8 @@ class Contract:
         parts.append(self.inputs.describe())
         if self.keys.name != "default":
             parts.append(f"keys: {self.keys.name}")
+        if self.profile != "seed":
+            parts.append(f"profile {self.profile}")
         return ", ".join(parts)
 
     def as_dict(self) -> dict[str, Any]:
@@ -147,6 +154,7 @@ class Contract:
                 "malformed": self.inputs.malformed,
             },
             "keys": self.keys.name,
+            "profile": self.profile,
         }
 
 
@@ -186,6 +194,10 @@ def _apply(base: Contract, overrides: Mapping[str, Any]) -> Contract:
             inputs = value
         elif name in ("invalid", "duplicates", "malformed"):
             inputs = dataclasses.replace(inputs, **{name: bool(value)})
+        elif name == "profile":
+            if value not in PROFILES:
+                raise ContractError(f"unknown profile {value!r} (known: {', '.join(PROFILES)})")
+            changes["profile"] = str(value)
         elif name == "valid_only":
             if value:
                 inputs = Inputs.valid_only()
@@ -212,5 +224,5 @@ def declared(factory: object) -> Contract:
 def resolve(factory: object, **choices: Any) -> Contract:
     """The factory's declared contract with `choices` applied on top (None: keep the
     declaration). Choices: `mode`, `errors`, `black_box`, `valid_only`, `invalid`,
-    `duplicates`, `malformed`, `inputs`, `keys`. Raises `ContractError`."""
+    `duplicates`, `malformed`, `inputs`, `keys`, `profile`. Raises `ContractError`."""
     return _apply(declared(factory), choices)

@@ -31,9 +31,10 @@ from evictable.model.invariants import check_snapshot
 from evictable.model.lifecycle import CpuState
 from evictable.model.manager import ModelManager
 from evictable.model.types import BlockEntry, Key, ManagerSnapshot, OffloadingEvent
+from evictable.model.vllm033 import Vllm033Manager
 from evictable.proofs.base.compare import Kind, Mismatch, Reply, describe, diff, invoke, judge
 from evictable.proofs.base.contract import Contract
-from evictable.proofs.base.safety import FollowingModel, answer
+from evictable.proofs.base.safety import FollowingModel, FollowingVllm033, answer
 
 __all__ = [
     "SAFETY_INVARIANTS",
@@ -48,6 +49,7 @@ __all__ = [
     "observe",
     "pair",
     "refused_by_table",
+    "seed_events",
 ]
 
 Built = tuple[tuple[Any, ...], dict[str, Any]]
@@ -94,9 +96,25 @@ class Side:
 
 
 def make_model(contract: Contract, num_blocks: int, policy: str, events: bool) -> ModelManager:
-    """The reference manager for `contract` (raises like the model's constructor)."""
-    cls = FollowingModel if contract.safety else ModelManager
+    """The reference manager for `contract` and its profile (raises like the model's
+    constructor): the seed's `ModelManager` or the `vllm-0.33` profile's
+    `Vllm033Manager`, following the implementation's choices under the safety contract."""
+    cls: type[ModelManager]
+    if contract.profile == "vllm-0.33":
+        cls = FollowingVllm033 if contract.safety else Vllm033Manager
+    else:
+        cls = FollowingModel if contract.safety else ModelManager
     return cls(num_blocks, policy, events)
+
+
+def seed_events(contract: Contract, events: object) -> object:
+    """Under the seed profile an implementation's metadata-only events (vLLM 0.33's
+    notices that failed stores released their keys) are not compared: the seed has
+    none. Other values pass unchanged."""
+    if contract.profile != "seed" or not isinstance(events, list | tuple):
+        return events
+    kept = [e for e in events if not getattr(e, "metadata_only", False)]
+    return kept if isinstance(events, list) else tuple(kept)
 
 
 def pair(
@@ -114,6 +132,8 @@ def pair(
         ri = Reply(True, exc)
     else:
         ri = invoke(fn, *args, **kwargs)
+        if method == "take_events" and not ri.raised:
+            ri = Reply(False, seed_events(contract, ri.value))
     return model_reply(contract, model, method, build, ri), ri
 
 
@@ -191,6 +211,10 @@ def observe(contract: Contract, target: Any, keys: Sequence[Key], counted: bool)
         raise ObservationError(f"impl.snapshot() raised {type(exc).__name__}: {exc}") from exc
     if not isinstance(snap, ManagerSnapshot):
         raise ObservationError(f"impl.snapshot() returned a {type(snap).__name__}")
+    if contract.profile == "seed" and any(e.metadata_only for e in snap.pending_events):
+        snap = dataclasses.replace(
+            snap, pending_events=tuple(e for e in snap.pending_events if not e.metadata_only)
+        )
     if contract.safety:
         return Side(
             snap, SafetyView(snap.blocks, snap.num_evictable, snap.num_pending, snap.pending_events)
@@ -315,6 +339,10 @@ def classify(
         finer = _store_kind(model_before, args, rm, ri)
         if finer is not None:
             return Mismatch(finer.kind, f"{finer.reason}; {found.reason}")
+    if method == "prepare_store" and found.kind is Kind.ACCEPTED_BAD_CALL and not ri.raised:
+        finer = _store_kind(model_before, args, rm, ri)  # a repeated key given two slots
+        if finer is not None and finer.kind is Kind.SLOT:
+            return Mismatch(Kind.SLOT, f"{finer.reason}; {found.reason}")
     if method == "lookup" and found.kind is Kind.RESULT:
         return Mismatch(Kind.WRONG_LOOKUP, found.reason)
     if found.kind is Kind.STATE:

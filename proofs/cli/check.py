@@ -27,6 +27,7 @@ import time
 from typing import Any
 
 from evictable.model.manager import MODEL_POLICIES
+from evictable.model.vllm033 import PROFILES
 from evictable.proofs.base.compare import Errors
 from evictable.proofs.base.contract import Contract, ContractError, Inputs, Mode, resolve
 from evictable.proofs.base.findings import findings_block
@@ -66,6 +67,12 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("--contract", choices=[m.value for m in Mode], default=None)
     p.add_argument("--errors", choices=[e.value for e in Errors], default=None)
+    p.add_argument(
+        "--profile",
+        choices=list(PROFILES),
+        default=None,
+        help="the model's semantics: seed (default) or vllm-0.33 (docs/semantics.md)",
+    )
     p.add_argument("--black-box", action="store_true", default=None, help="never call snapshot()")
     p.add_argument("--valid-only", action="store_true", default=None, help="valid calls only")
     p.add_argument(
@@ -112,6 +119,7 @@ def contract_of(factory: object, args: argparse.Namespace) -> Contract:
             invalid=False if args.no_invalid else None,
             duplicates=False if args.no_duplicates else None,
             malformed=False if args.no_malformed else None,
+            profile=args.profile,
         )
     except ContractError as exc:
         raise UsageError(f"evictable check: {exc}") from None

@@ -144,12 +144,14 @@ class ScanningArc(CachePolicy):
         self.target_t1_size = 0.0
 
     def snapshot(self) -> ArcPolicySnapshot:
+        resident = itertools.chain(self.t1.items(), self.t2.items())
         return ArcPolicySnapshot(
             tuple(self.t1),
             tuple(self.t2),
             tuple(self.b1),
             tuple(self.b2),
             float(self.target_t1_size),
+            frozenset(k for k, b in resident if b.ref_cnt == 0),  # a scan's idle view
         )
 
 

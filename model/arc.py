@@ -14,8 +14,11 @@ State:
 The policy keeps only order. A key's ref count (and so whether it is pending, ready
 or idle) is owned by the manager and read through `ref_of`; what a ref count means
 is taken from the lifecycle table (`model.lifecycle.CPU_MACHINE`), not restated.
-The hooks `mark_evictable` / `mark_non_evictable` therefore change nothing here:
-an entry keeps its place in `t1` / `t2` whatever its ref count.
+The hooks `mark_evictable` / `mark_non_evictable` therefore move nothing: an entry
+keeps its place in `t1` / `t2` whatever its ref count. They keep `idle`, the keys
+the policy has been told are evictable, which the snapshot reports as its
+`evictable` view (so a missed or extra hook call is observable, and the manager's
+invariant "evictable exactly when READY" is checked of ARC as of LRU).
 """
 
 from __future__ import annotations
@@ -97,6 +100,7 @@ class ModelArc:
         self.b1: list[Key] = []
         self.b2: list[Key] = []
         self.target: float = 0.0
+        self.idle: set[Key] = set()
 
     # ------------------------------------------------------------ residency
 
@@ -114,12 +118,15 @@ class ModelArc:
             raise InvalidArgumentError(f"ARC remove: key {key!r} is not resident")
         _discard(self.t1, key)
         _discard(self.t2, key)
+        self.idle.discard(key)
 
     def mark_evictable(self, key: Key) -> None:
-        """Ref count reached 0: nothing moves (eligibility is read through `ref_of`)."""
+        """Ref count reached 0: nothing moves; the key joins the idle view."""
+        self.idle.add(key)
 
     def mark_non_evictable(self, key: Key) -> None:
-        """Ref count went 0 -> 1: nothing moves (eligibility is read through `ref_of`)."""
+        """Ref count went 0 -> 1: nothing moves; the key leaves the idle view."""
+        self.idle.discard(key)
 
     # ------------------------------------------------------------ recency
 
@@ -197,6 +204,7 @@ class ModelArc:
             taken.add(pick.key)
 
         for c in chosen:
+            self.idle.discard(c.key)
             if c.from_t1:
                 self.t1.remove(c.key)
                 self.b1.append(c.key)
@@ -216,15 +224,17 @@ class ModelArc:
         self.b1.clear()
         self.b2.clear()
         self.target = 0.0
+        self.idle.clear()
 
     def snapshot(self) -> ArcPolicySnapshot:
-        """The four lists, least recent first, and the target."""
+        """The four lists, least recent first, the target and the idle view."""
         return ArcPolicySnapshot(
             t1=tuple(self.t1),
             t2=tuple(self.t2),
             b1=tuple(self.b1),
             b2=tuple(self.b2),
             target=float(self.target),
+            evictable=frozenset(self.idle),
         )
 
 

@@ -27,6 +27,7 @@ from evictable.model.types import (
     ArcPolicySnapshot,
     LruPolicySnapshot,
     ManagerSnapshot,
+    evictable_view,
 )
 
 __all__ = [
@@ -209,10 +210,9 @@ def _state_test(actual: State) -> Callable[[State], bool]:
 
 
 def block_views(snap: ManagerSnapshot) -> list[BlockView[bool, int]]:
-    """Python views of every resident block (the list membership from LRU's policy)."""
-    in_list: set[object] | None = None
-    if isinstance(snap.policy, LruPolicySnapshot):
-        in_list = set(snap.policy.evictable)
+    """Python views of every resident block (the list membership from the policy's
+    evictable view, `types.evictable_view`; READY where the policy reports none)."""
+    in_list = evictable_view(snap.policy)
     views: list[BlockView[bool, int]] = []
     for e in snap.blocks:
         listed = e.key in in_list if in_list is not None else e.state is CpuState.READY
@@ -264,6 +264,14 @@ def inv_arc_lists_disjoint(snap: ManagerSnapshot) -> bool:
     return len(set(allk)) == len(allk)
 
 
+def inv_arc_evictable_exact(snap: ManagerSnapshot) -> bool:
+    """ARC: the idle view holds exactly the READY keys (when the policy reports it)."""
+    if not isinstance(snap.policy, ArcPolicySnapshot) or snap.policy.evictable is None:
+        return True
+    ready = {e.key for e in snap.blocks if e.state is CpuState.READY}
+    return snap.policy.evictable == ready
+
+
 def inv_arc_residents_tracked(snap: ManagerSnapshot) -> bool:
     """ARC: T1 ∪ T2 is exactly the set of resident keys."""
     if not isinstance(snap.policy, ArcPolicySnapshot):
@@ -294,6 +302,7 @@ SNAPSHOT_INVARIANTS: dict[str, Callable[[ManagerSnapshot], bool]] = {
     "lru_list_exact": inv_lru_list_exact,
     "arc_lists_disjoint": inv_arc_lists_disjoint,
     "arc_residents_tracked": inv_arc_residents_tracked,
+    "arc_evictable_exact": inv_arc_evictable_exact,
     "arc_bounds": inv_arc_bounds,
 }
 

@@ -26,6 +26,7 @@ __all__ = [
     "PolicySnapshot",
     "PrepareStoreOutput",
     "SlotId",
+    "evictable_view",
 ]
 
 Key = Hashable
@@ -87,13 +88,16 @@ class LruPolicySnapshot:
 
 @dataclass(frozen=True)
 class ArcPolicySnapshot:
-    """ARC: the four lists, least recent first, and the adaptive target."""
+    """ARC: the four lists, least recent first, the adaptive target, and the keys the
+    policy holds as evictable (its idle view, kept by `mark_evictable` /
+    `mark_non_evictable`; None when an adapter cannot report it)."""
 
     t1: tuple[Key, ...]
     t2: tuple[Key, ...]
     b1: tuple[Key, ...]
     b2: tuple[Key, ...]
     target: float
+    evictable: frozenset[Key] | None = None
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,16 @@ class OpaquePolicySnapshot:
 
 
 PolicySnapshot = LruPolicySnapshot | ArcPolicySnapshot | OpaquePolicySnapshot
+
+
+def evictable_view(policy: PolicySnapshot) -> frozenset[Key] | None:
+    """The keys a policy snapshot holds as evictable (LRU: its list; ARC: its idle
+    view), or None when the snapshot does not say (an opaque policy)."""
+    if isinstance(policy, LruPolicySnapshot):
+        return frozenset(policy.evictable)
+    if isinstance(policy, ArcPolicySnapshot):
+        return policy.evictable
+    return None
 
 
 @dataclass(frozen=True)

@@ -61,8 +61,9 @@ class ARCCachePolicy(CachePolicy):
     >>> arc.touch([b"a"])  # seen again while stored: T1 -> T2
     >>> [key for key, _ in arc.evict(1, protected=set())]
     [b'b']
-    >>> arc.snapshot()
-    ArcPolicySnapshot(t1=(), t2=(b'a',), b1=(b'b',), b2=(), target=0.0)
+    >>> view = arc.snapshot()
+    >>> view.t1, view.t2, view.b1, view.b2, view.target, view.evictable
+    ((), (b'a',), (b'b',), (), 0.0, frozenset({b'a'}))
 
 
     State: `table` (every resident key -> its record), each record's list and
@@ -446,14 +447,17 @@ class ARCCachePolicy(CachePolicy):
     # ------------------------------------------------------------ views
 
     def snapshot(self) -> ArcPolicySnapshot:
-        """The four lists, least recent first, and the target. Complexity: O(n log n)."""
+        """The four lists, least recent first, the target, and the keys of the two
+        idle indexes (`IdleIndex.idle`). Complexity: O(n log n)."""
         order = sorted(self.table.values(), key=_by_stamp)
+        idle = [*self._idle1.idle(), *self._idle2.idle()]
         return ArcPolicySnapshot(
             t1=tuple(b.key for b in order if not b.in_t2),
             t2=tuple(b.key for b in order if b.in_t2),
             b1=tuple(self.b1),
             b2=tuple(self.b2),
             target=float(self.target_t1_size),
+            evictable=frozenset(r.key for r in idle),
         )
 
     def check_invariants(self) -> None:

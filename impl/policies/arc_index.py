@@ -217,6 +217,17 @@ class IdleIndex:
                 yield record  # type: ignore[misc]
                 record = record.next  # type: ignore[union-attr]
 
+    def idle(self) -> Iterator[ArcRecord]:
+        """The records an eviction may take: the rings' records, then the heaped ones
+        at ref 0 (a heaped record pinned since is dormant, not idle).
+
+        Complexity: O(n).
+        """
+        yield from self.listed()
+        for stamp, record in self.heap:
+            if record.next is HEAPED and record.stamp == stamp and record.ref_cnt == 0:
+                yield record
+
     def clear(self) -> None:
         """Empty the index, unlinking and unmarking every record. Complexity: O(n)."""
         for record in list(self.listed()):

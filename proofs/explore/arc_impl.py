@@ -12,7 +12,11 @@ states, and `bound.eviction.arc` (`proofs.z3.bound_arc`) checks the Z3 relations
 -- eviction included -- on the implementation's steps.
 
 Only `touch` and `evict` read ref counts (through `ref_of`); the other events do not
-depend on which keys are idle, so their records' counts are left at 0.
+depend on which keys are idle, so their records' counts are left at 0. The idle view
+(`ModelArc.idle`) is the model's bookkeeping of the hook calls, kept here as the
+model keeps it: the implementation built for one event knows only the counts it was
+given, and its idle view is checked against the manager's by the manager-level
+engines instead.
 """
 
 from __future__ import annotations
@@ -78,6 +82,7 @@ class ImplArc(ModelArc):
         impl = self._impl(self._idle)
         impl.remove(key)
         self._adopt(impl)
+        self.idle.discard(key)
 
     def mark_evictable(self, key: Key) -> None:
         impl = self._impl(self._idle)
@@ -86,6 +91,7 @@ class ImplArc(ModelArc):
             block.ref_cnt = 0
         impl.mark_evictable(key)
         self._adopt(impl)
+        self.idle.add(key)
 
     def mark_non_evictable(self, key: Key) -> None:
         impl = self._impl(self._idle)
@@ -94,6 +100,7 @@ class ImplArc(ModelArc):
             block.ref_cnt = 1
         impl.mark_non_evictable(key)
         self._adopt(impl)
+        self.idle.discard(key)
 
     def touch(self, keys: Sequence[Key], ref_of: RefOf) -> None:
         impl = self._impl(ref_of)
@@ -104,9 +111,14 @@ class ImplArc(ModelArc):
         impl = self._impl(ref_of)
         out = impl.evict(n, protected)
         self._adopt(impl)
-        return None if out is None else [key for key, _ in out]
+        if out is None:
+            return None
+        victims = [key for key, _ in out]
+        self.idle.difference_update(victims)
+        return victims
 
     def clear(self) -> None:
         impl = self._impl(self._idle)
         impl.clear()
         self._adopt(impl)
+        self.idle.clear()

@@ -90,6 +90,7 @@ def _restore(cls: type[ModelArc], capacity: int, w: World) -> ModelArc:
     arc.t1, arc.t2 = list(w.policy.t1), list(w.policy.t2)
     arc.b1, arc.b2 = list(w.policy.b1), list(w.policy.b2)
     arc.target = w.policy.target
+    arc.idle = set(w.policy.evictable or ())
     return arc
 
 

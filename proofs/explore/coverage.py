@@ -54,8 +54,9 @@ from evictable.model.manager import ModelManager
 from evictable.model.types import BlockId, Key, ManagerSnapshot
 from evictable.proofs.base.bounds import Bounds
 from evictable.proofs.base.compare import Reply
+from evictable.proofs.base.guard import step_guard
 from evictable.proofs.base.protocol import Factory
-from evictable.proofs.base.records import Outcome, Status, proved, refuted
+from evictable.proofs.base.records import HANG_BACKSTOP_S, Outcome, Status, proved, refuted
 from evictable.proofs.explore.engine import Expansion, Found, search
 from evictable.proofs.explore.manager_subject import Context, ManagerSubject
 from evictable.proofs.explore.ops import Op, invoke
@@ -225,6 +226,16 @@ class _Edges(Context):
         impl = self.factory(b.slots, b.policy, b.events > 0) if self.stepped else None
         return encode(first.snapshot(), True)[0], (first, impl)
 
+    in_flight: int | None = None
+    """The op being made, while one is (the engine names it if it hangs)."""
+
+    @property
+    def expansion_bound_s(self) -> float:
+        """The engine's bound on one whole expansion: a backstop only. Every call of
+        the code runs under its own per-step bound; the checks are the suite's own
+        work (Z3 under its rlimit), bounded by work, not by this clock."""
+        return HANG_BACKSTOP_S
+
     def expand(self, payload: Any) -> Expansion[Any, int]:
         out: Expansion[Any, int] = Expansion()
         model, impl = payload
@@ -235,12 +246,19 @@ class _Edges(Context):
             m, i = pickle.loads(blob)
             op = self.ops[oi]
             RECORDER.log = []
+            self.in_flight = oi
             try:
-                reply = invoke(m, op)
+                with step_guard():
+                    reply = invoke(m, op)
             finally:
                 events, RECORDER.log = tuple(RECORDER.log), None
+            other = None
+            if impl_before is not None:
+                with step_guard():
+                    i_reply = invoke(i, op)
+                other = _side(i, impl_before, i_reply)
+            self.in_flight = None
             side = _side(m, before, reply)
-            other = _side(i, impl_before, invoke(i, op)) if impl_before is not None else None
             out.edges += 1
             why = self.check(Call(op, side, events, other))
             if why is not None:

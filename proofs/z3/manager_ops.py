@@ -68,6 +68,7 @@ __all__ = [
     "Step",
     "Variant",
     "choice",
+    "event_of",
     "relation",
 ]
 
@@ -96,6 +97,11 @@ _EVENT: dict[str, CpuEvent] = {
 """The event each operation sends to the keys it is given (or, for reset, holds)."""
 
 
+def event_of(op: str) -> CpuEvent:
+    """The event `op` sends to its keys (`OPS` names the operations)."""
+    return _EVENT[op]
+
+
 @dataclass(frozen=True)
 class Variant:
     """A manager relation with one deliberate mistake (the default has none)."""
@@ -114,6 +120,9 @@ class Variant:
     """False: the policy's victims are keys that are *not* listed (a vacuous control)."""
     counters: CounterRule = field(default=lambda op, ne, np_, n: counters_after(op, ne, np_, n))
     """How the counters are updated (`counters_after`, or a rule that forgets an update)."""
+    ignores_free_stack: bool = False
+    """True: `prepare_store` counts only fresh slots as free, so it evicts although
+    freed slots exist (a drifted relation: the code reuses the freed slots)."""
 
 
 MANAGER = Variant()
@@ -165,6 +174,10 @@ class Step:
     actors: list[Actor]
     branches: dict[str, Term] = field(default_factory=dict)
     claims: dict[str, Term] = field(default_factory=dict)
+    duplicate: Term = field(default_factory=lambda: z3.BoolVal(False))
+    """The call repeats a key (and is refused for it)."""
+    refused: tuple[Term, ...] = ()
+    """Per batch position: the table refuses that key's event (input order)."""
 
 
 # ------------------------------------------------------------------ one key, one event
@@ -314,7 +327,8 @@ def relation(
     if op == "prepare_store":
         to_store = [z3.And(in_batch[i], _fires(machine, event, blocks[i])) for i in range(batch)]
         count = _count(to_store)
-        need = count - (pre.cap - pre.hw + pre.sp)
+        free = pre.cap - pre.hw + (0 if variant.ignores_free_stack else pre.sp)
+        need = count - free
         wanted = z3.If(need > 0, need, 0)
         use = [z3.And(need > 0, c.supplied, j < wanted) for j in range(batch)]
         victim_refused = [
@@ -387,7 +401,9 @@ def relation(
             fold.cur = replace(cur, listed=listed)
     ne, np_ = variant.counters(op, pre.num_evictable, pre.num_pending, counts)
     post = replace(fold.cur, num_evictable=ne, num_pending=np_)
-    step = Step(op, pre, post, fold.facts, rejected, fold.actors, branches, claims)
+    step = Step(
+        op, pre, post, fold.facts, rejected, fold.actors, branches, claims, dup, tuple(refused)
+    )
     _common(step, machine, c, in_batch, dup, fold.exhausted)
     return step
 

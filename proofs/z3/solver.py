@@ -31,6 +31,7 @@ __all__ = [
     "RLIMIT",
     "Work",
     "check",
+    "ground_solver",
     "rlimit",
     "rlimit_scope",
     "solver",
@@ -100,6 +101,16 @@ def work() -> Iterator[Work]:
 def solver(backstop_s: float) -> Any:
     """A fresh solver under the current rlimit, with the hang backstop as its timeout."""
     s = z3.Solver()
+    s.set("rlimit", rlimit())
+    s.set("timeout", max(1, int(remaining(backstop_s) * 1000)))
+    return s
+
+
+def ground_solver(backstop_s: float) -> Any:
+    """A solver for formulas that become ground under the assumptions of each check
+    (a relation checked on concrete values, many times): it simplifies and solves the
+    equalities away before the SMT core, under the current rlimit."""
+    s = z3.Then("simplify", "propagate-values", "solve-eqs", "smt").solver()
     s.set("rlimit", rlimit())
     s.set("timeout", max(1, int(remaining(backstop_s) * 1000)))
     return s

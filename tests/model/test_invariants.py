@@ -71,3 +71,15 @@ def test_arc_overlap_and_bounds_are_caught() -> None:
     arc = ArcPolicySnapshot(t1=("a", "b"), t2=("c",), b1=("a",), b2=(), target=9.0)
     failed = check_snapshot(_snap(policy=arc))
     assert "arc_lists_disjoint" in failed and "arc_bounds" in failed
+
+
+def test_arc_idle_view_must_be_the_ready_keys() -> None:
+    blocks = frozenset(
+        {BlockEntry("a", CpuState.READY, 0, 0), BlockEntry("b", CpuState.LOADING, 1, 1)}
+    )
+    good = ArcPolicySnapshot(("a", "b"), (), (), (), 0.0, frozenset({"a"}))
+    pinned_listed = ArcPolicySnapshot(("a", "b"), (), (), (), 0.0, frozenset({"a", "b"}))
+    common = {"blocks": blocks, "high_water": 2, "num_evictable": 1}
+    assert "arc_evictable_exact" not in check_snapshot(_snap(policy=good, **common))
+    failed = check_snapshot(_snap(policy=pinned_listed, **common))
+    assert "arc_evictable_exact" in failed and "evictable_iff_idle" in failed

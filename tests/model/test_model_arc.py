@@ -25,7 +25,9 @@ from evictable.model.types import ArcPolicySnapshot, PrepareStoreOutput
 
 def test_arc_is_a_model_policy() -> None:
     assert MODEL_POLICIES["arc"] is ModelArc
-    assert ModelManager(2, "arc").snapshot().policy == ArcPolicySnapshot((), (), (), (), 0.0)
+    assert ModelManager(2, "arc").snapshot().policy == ArcPolicySnapshot(
+        (), (), (), (), 0.0, frozenset()
+    )
 
 
 @pytest.mark.parametrize(
@@ -94,18 +96,18 @@ def test_arc_through_the_manager() -> None:
     assert got == [
         PrepareStoreOutput([b"a", b"b"], [0, 1], []),
         [b"a", b"b"],
-        ArcPolicySnapshot((b"b",), (b"a",), (), (), 0.0),
+        ArcPolicySnapshot((b"b",), (b"a",), (), (), 0.0, frozenset({b"a", b"b"})),
         PrepareStoreOutput([b"c"], [1], [b"b"]),
         [b"c"],
-        ArcPolicySnapshot((), (b"a",), (b"b",), (), 0.0),
+        ArcPolicySnapshot((), (b"a",), (b"b",), (), 0.0, frozenset({b"a"})),
         PrepareStoreOutput([b"b"], [1], []),
-        ArcPolicySnapshot((b"b",), (b"a",), (), (), 1.0),
+        ArcPolicySnapshot((b"b",), (b"a",), (), (), 1.0, frozenset({b"a"})),
         [0],
         [b"b"],
         PrepareStoreOutput([b"d"], [1], [b"b"]),
         None,
-        ArcPolicySnapshot((b"d",), (b"a",), (b"b",), (), 1.0),
-        ArcPolicySnapshot((), (), (), (), 0.0),
+        ArcPolicySnapshot((b"d",), (b"a",), (b"b",), (), 1.0, frozenset()),
+        ArcPolicySnapshot((), (), (), (), 0.0, frozenset()),
     ]
 
 

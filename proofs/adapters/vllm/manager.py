@@ -160,8 +160,14 @@ class VllmManager:
             ranks = pol._ranks
             return LruPolicySnapshot(tuple(sorted(pol._evictable, key=lambda k: (ranks[k], k))))
         if all(hasattr(pol, n) for n in ("t1", "t2", "b1", "b2")):
+            idle = frozenset(k for k, c in self._chunks().items() if c.ref_cnt == 0)
             return ArcPolicySnapshot(
-                tuple(pol.t1), tuple(pol.t2), tuple(pol.b1), tuple(pol.b2), pol.target_t1_size
+                tuple(pol.t1),
+                tuple(pol.t2),
+                tuple(pol.b1),
+                tuple(pol.b2),
+                pol.target_t1_size,
+                idle,  # vLLM's ARC evicts the chunks at ref 0: that is its idle view
             )
         return OpaquePolicySnapshot(type(pol).__name__, ())
 

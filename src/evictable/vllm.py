@@ -24,11 +24,11 @@ hands it, with `cache_policy_module_path`, to
   is readable and settable.
 * `EvictableChecked` (a checking mode for vLLM's CI) wraps any cache policy and
   holds every hook call to the policy contract as it happens, raising (or logging)
-  `evictable.errors.PolicyContractViolation`.
+  `evictable.errors.PolicyContractError` (evictable.vllm_checked).
 * `CheckedOffloadingSpec` (vLLM's `spec_name` + `spec_module_path`) is vLLM's CPU
   spec whose manager is vLLM's own, mirrored call by call on the model's vLLM 0.33
   profile under the safety contract; the first divergence raises (or logs)
-  `evictable.errors.MirrorDivergence` naming the call, the keys and both states.
+  `evictable.errors.MirrorDivergenceError` naming the call, the keys and both states.
 
 vLLM is imported here only; without it this module raises one `ImportError` that
 names the extra to install (`pip install evictable[vllm]`).
@@ -383,6 +383,38 @@ class EvictableARC(CachePolicy):  # type: ignore[misc]
         self.idle1 = IdleIndex()
         self.idle2 = IdleIndex()
         self.clock = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy (pickle) carries each list's (key, chunk, stamp) in order, never the
+        idle indexes' links (rebuilt from the chunks' ref counts). Complexity: O(n)."""
+        state = {
+            k: v
+            for k, v in self.__dict__.items()
+            if k not in ("nodes1", "nodes2", "idle1", "idle2")
+        }
+        state["lists"] = tuple(
+            [(key, node.chunk, node.stamp, node.ref_cnt) for key, node in nodes.items()]
+            for nodes in (self.nodes1, self.nodes2)
+        )
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Rebuild from `__getstate__`: the lists in order, each idle index in stamp
+        order. Complexity: O(n log n)."""
+        lists = state.pop("lists")
+        self.__dict__.update(state)
+        self.nodes1, self.nodes2 = OrderedDict(), OrderedDict()
+        self.idle1, self.idle2 = IdleIndex(), IdleIndex()
+        for in_t2, entries in enumerate(lists):
+            nodes = self.nodes2 if in_t2 else self.nodes1
+            index = self.idle2 if in_t2 else self.idle1
+            for key, chunk, stamp, ref in entries:
+                node = ArcNode(key, chunk)
+                node.stamp, node.in_t2, node.ref_cnt = stamp, bool(in_t2), ref
+                nodes[key] = node
+            for node in sorted(nodes.values(), key=lambda n: n.stamp):
+                if node.ref_cnt == 0:
+                    index.append(node)
 
     # ------------------------------------------------------------ views
 

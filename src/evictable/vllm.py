@@ -706,3 +706,27 @@ class EvictableARC(CachePolicy):  # type: ignore[misc]
             before.next = after
             after.prev = before  # type: ignore[union-attr]
             node.prev = node.next = None
+
+
+# The checking mode lives in evictable.vllm_checked (EvictableChecked) and
+# evictable.vllm_spec (CheckedOffloadingSpec); both load from here by name, as vLLM's
+# factories look them up, without this module importing them (they import it).
+_LAZY = {
+    "EvictableChecked": "evictable.vllm_checked",
+    "CheckedOffloadingSpec": "evictable.vllm_spec",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """`EvictableChecked`, `EvictableChecked(<policy>[, raise|log])` (the checked policy
+    that name asks for) and `CheckedOffloadingSpec`, loaded on first use."""
+    import importlib
+
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    if name.startswith("EvictableChecked("):
+        checked = importlib.import_module("evictable.vllm_checked")
+        got = checked.checked_policy_class(name)
+        if got is not None:
+            return got
+    raise AttributeError(f"module 'evictable.vllm' has no attribute {name!r}")

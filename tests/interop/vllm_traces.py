@@ -80,11 +80,22 @@ def _events(manager: CPUOffloadingManager) -> Any:
 
 
 def run_pair(
-    seed: int, a: Spec, b: Spec, steps: int = 300, num_chunks: int = 6, num_keys: int = 14
+    seed: int,
+    a: Spec,
+    b: Spec,
+    steps: int = 300,
+    num_chunks: int = 6,
+    num_keys: int = 14,
+    clean: bool = False,
+    wrap: Any = None,
 ) -> str | None:
-    """One random trace on two managers; the first difference as text, or None."""
+    """One random trace on two managers; the first difference as text, or None.
+    `clean`: no repeated key and no load of an absent key (a trace on which vLLM's
+    defects cannot fire); `wrap`: applied to the second manager (a checking mode)."""
     rng = random.Random(seed)
     ma, mb = make(a, num_chunks), make(b, num_chunks)
+    if wrap is not None:
+        mb = wrap(mb)
     live: list[tuple[ReqContext, ReqContext]] = []
     loads: list[tuple[list[bytes], int]] = []  # (keys, index of the request pair)
     pending: list[list[bytes]] = []
@@ -107,7 +118,7 @@ def run_pair(
 
     def batch(k: int) -> list[bytes]:
         keys = [key(i) for i in rng.sample(range(num_keys), k)]
-        if rng.random() < 0.03 and keys:
+        if not clean and rng.random() < 0.03 and keys:
             keys.append(keys[0])  # a repeated key (vLLM's defect shows on both sides)
         return keys
 
@@ -136,7 +147,7 @@ def run_pair(
             ready = [k for k in (key(i) for i in range(num_keys)) if ma._policy.get(k) is not None]
             ready = [k for k in ready if ma._policy.get(k).ref_cnt >= 0]
             keys = rng.sample(ready, min(len(ready), rng.randint(1, 3)))
-            if rng.random() < 0.1:
+            if not clean and rng.random() < 0.1:
                 keys.append(key(rng.randrange(num_keys)))  # maybe a bad key: both assert
             call = ("prepare_load", keys)
             got = (_outcome(ma.prepare_load, keys, ca), _outcome(mb.prepare_load, keys, cb))

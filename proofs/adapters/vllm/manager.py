@@ -54,13 +54,14 @@ __all__ = [
     "evictable_lru_manager",
     "lru_manager",
     "manager",
+    "translate_events",
 ]
 
 PLUGIN_MODULE = "evictable.vllm"
 """Where vLLM's factory loads evictable's policies from (by name, out of tree)."""
 
 
-def _events(raw: Iterable[Any]) -> list[OffloadingEvent]:
+def translate_events(raw: Iterable[Any]) -> list[OffloadingEvent]:
     return [
         OffloadingEvent(
             keys=tuple(e.keys),
@@ -91,6 +92,18 @@ class VllmManager:
         self.policy_name = policy
         self._requests = 0
         self._lookups = ReqContext(req_id="lookups")
+
+    @classmethod
+    def around(cls, manager: CPUOffloadingManager, policy: str = "") -> VllmManager:
+        """This API over an existing vLLM manager (`evictable.vllm.CheckedOffloadingSpec`
+        observes the manager vLLM's spec built)."""
+        self = cls.__new__(cls)
+        self.vllm = manager
+        self.num_blocks = int(manager._num_chunks)
+        self.policy_name = policy or type(manager._policy).__name__
+        self._requests = 0
+        self._lookups = ReqContext(req_id="lookups")
+        return self
 
     def _request(self, method: str, keys: Collection[Key], *extra: Any) -> Any:
         self._requests += 1
@@ -134,7 +147,7 @@ class VllmManager:
         self.vllm.reset_cache()
 
     def take_events(self) -> list[OffloadingEvent]:
-        return _events(self.vllm.take_events())
+        return translate_events(self.vllm.take_events())
 
     @property
     def num_evictable(self) -> int:
@@ -184,7 +197,7 @@ class VllmManager:
             high_water=int(m._num_allocated_chunks),
             num_evictable=self.num_evictable,
             num_pending=self.num_pending,
-            pending_events=tuple(_events(m.events or ())),
+            pending_events=tuple(translate_events(m.events or ())),
             policy=self._policy_snapshot(),
         )
 

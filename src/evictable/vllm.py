@@ -22,16 +22,18 @@ hands it, with `cache_policy_module_path`, to
   manager hands them over. ARC's `t1`, `t2`, `b1`, `b2` read as vLLM's ARC reads
   them (ordered, least recent first; `t1[key]` is the chunk) and `target_t1_size`
   is readable and settable.
-* `EvictableChecked` (a checking mode for vLLM's CI) wraps any cache policy and
-  holds every hook call to the policy contract as it happens, raising (or logging)
+* `EvictableChecked` (a checking mode for vLLM's CI; `eviction_policy` =
+  `"EvictableChecked(<policy>[, raise|log])"`) wraps any cache policy and holds
+  every hook call to the policy contract as it happens, raising (or logging)
   `evictable.errors.PolicyContractError` (evictable.vllm_checked).
 * `CheckedOffloadingSpec` (vLLM's `spec_name` + `spec_module_path`) is vLLM's CPU
   spec whose manager is vLLM's own, mirrored call by call on the model's vLLM 0.33
   profile under the safety contract; the first divergence raises (or logs)
   `evictable.errors.MirrorDivergenceError` naming the call, the keys and both states.
 
-vLLM is imported here only; without it this module raises one `ImportError` that
-names the extra to install (`pip install evictable[vllm]`).
+vLLM is imported here and in the two checking-mode modules (which import this one
+first); without it this module raises one `ImportError` that names the extra to
+install (`pip install evictable[vllm]`).
 """
 
 from __future__ import annotations

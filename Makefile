@@ -24,7 +24,7 @@ verify: $(STAMP)
 	$(BIN)/evictable verify
 
 lint: $(STAMP)
-	$(BIN)/mypy --strict model impl proofs
+	$(BIN)/mypy --strict model impl proofs src/evictable
 	$(BIN)/mypy --strict tests bench
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

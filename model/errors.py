@@ -20,6 +20,7 @@ __all__ = [
     "BlockNotLinkedError",
     "BlockNotReadyError",
     "ConcurrentModificationError",
+    "ContractViolationError",
     "DuplicateBlocksError",
     "DuplicateKeysError",
     "ForeignBlockError",
@@ -28,8 +29,10 @@ __all__ = [
     "InvariantViolationError",
     "KeyRefusal",
     "LifecycleError",
+    "MirrorDivergenceError",
     "NotInFlightError",
     "NotLoadingError",
+    "PolicyContractError",
     "QueueEmptyError",
     "RefCountUnderflowError",
     "StaleCursorError",
@@ -258,3 +261,52 @@ class InvariantViolationError(LifecycleError, RuntimeError):
         text = f"invariant violated: {', '.join(ns)}" + (f" ({detail})" if detail else "")
         super().__init__(text)
         self.names = ns
+
+
+class ContractViolationError(LifecycleError, AssertionError):
+    """A checking mode saw a call break a contract (evictable.vllm's checking mode).
+
+    Attributes:
+        call: the call that broke it, e.g. "mark_evictable" or "prepare_store".
+        clause: which rule it broke, in words (e.g. "mark_evictable only at ref 0").
+        keys: the keys concerned.
+        detail: what was seen.
+    """
+
+    def __init__(self, call: str, clause: str, keys: Iterable[Hashable], detail: str) -> None:
+        ks = tuple(keys)
+        super().__init__(f"{call}: {clause}: {detail} ({_keys_text(ks)})", keys=ks)
+        self.call = call
+        self.clause = clause
+        self.detail = detail
+
+
+class PolicyContractError(ContractViolationError):
+    """A cache-policy hook call broke the policy contract (`evictable.vllm.EvictableChecked`):
+    a hook called at the wrong ref count, a second insert of a resident key, a victim
+    that is pinned or protected, a refused eviction that changed something, a removal
+    of a chunk that is not pending."""
+
+
+class MirrorDivergenceError(ContractViolationError):
+    """vLLM's manager and the model (vLLM 0.33 profile, safety contract) disagree after
+    a call (`evictable.vllm.CheckedOffloadingSpec`).
+
+    Attributes (besides `call`, `clause`, `keys`, `detail`):
+        model_state: the model's answer and the keys' states, as text.
+        vllm_state: vLLM's answer and the keys' states, as text.
+    """
+
+    def __init__(
+        self,
+        call: str,
+        clause: str,
+        keys: Iterable[Hashable],
+        detail: str,
+        model_state: str,
+        vllm_state: str,
+    ) -> None:
+        super().__init__(call, clause, keys, f"{detail}; model: {model_state}; vLLM: {vllm_state}")
+        self.detail = detail
+        self.model_state = model_state
+        self.vllm_state = vllm_state

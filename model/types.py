@@ -58,10 +58,15 @@ class PrepareStoreOutput:
 
 @dataclass(frozen=True)
 class OffloadingEvent:
-    """Keys that became stored (`removed=False`) or were evicted (`removed=True`)."""
+    """Keys that became stored (`removed=False`) or were evicted (`removed=True`).
+
+    `metadata_only` marks vLLM 0.33's notice that failed stores released their keys
+    (the `vllm-0.33` profile); the seed profile never emits one.
+    """
 
     keys: tuple[Key, ...]
     removed: bool
+    metadata_only: bool = False
 
 
 @dataclass(frozen=True)

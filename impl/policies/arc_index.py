@@ -100,7 +100,20 @@ def _restore(block_id: int, key: Key | None, ref_cnt: int, stamp: int, in_t2: bo
     return record
 
 
-HEAPED = ArcRecord(-2)
+class _Marker(ArcRecord):
+    """The one `HEAPED` marker: every copy of it (pickle, deepcopy) is itself, so that
+    `next is HEAPED` survives a copy of a structure that links to it."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> str:  # type: ignore[override]
+        return "HEAPED"
+
+    def __deepcopy__(self, memo: dict[int, object]) -> ArcRecord:
+        return self
+
+
+HEAPED = _Marker(-2)
 """The marker in `next` of a record that has an entry of its current stamp in a heap."""
 
 END = 1 << 62

@@ -18,6 +18,9 @@ GPU-side machines (docs/conformance.md, "Contracts"):
   (`malformed`: shapes, types, bad constructor arguments).
 * `keys` -- how keys are made (`KeySpace`): in the caller's own format, so that an
   adapter sees the keys it would see in production.
+* `profile` -- which semantics the model specifies (`model.vllm033.PROFILES`):
+  `seed` (the default, docs/semantics.md) or `vllm-0.33` (vLLM 0.33's
+  request-scoped recency, `model.vllm033`).
 
 An adapter may *declare* its contract: a factory attribute `evictable_contract`
 (a `Contract`, or a dict of field overrides such as `{"errors": "any"}`).
@@ -35,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evictable.model.types import Key
+from evictable.model.vllm033 import PROFILES
 from evictable.proofs.base.compare import Errors
 
 __all__ = [
@@ -118,6 +122,7 @@ class Contract:
     black_box: bool = False
     inputs: Inputs = field(default_factory=Inputs)
     keys: KeySpace = field(default_factory=KeySpace)
+    profile: str = "seed"
 
     @property
     def safety(self) -> bool:
@@ -135,6 +140,8 @@ class Contract:
         parts.append(self.inputs.describe())
         if self.keys.name != "default":
             parts.append(f"keys: {self.keys.name}")
+        if self.profile != "seed":
+            parts.append(f"profile {self.profile}")
         return ", ".join(parts)
 
     def as_dict(self) -> dict[str, Any]:
@@ -149,6 +156,7 @@ class Contract:
                 "malformed": self.inputs.malformed,
             },
             "keys": self.keys.name,
+            "profile": self.profile,
         }
 
 
@@ -188,6 +196,10 @@ def _apply(base: Contract, overrides: Mapping[str, Any]) -> Contract:
             inputs = value
         elif name in ("invalid", "duplicates", "malformed"):
             inputs = dataclasses.replace(inputs, **{name: bool(value)})
+        elif name == "profile":
+            if value not in PROFILES:
+                raise ContractError(f"unknown profile {value!r} (known: {', '.join(PROFILES)})")
+            changes["profile"] = str(value)
         elif name == "valid_only":
             if value:
                 inputs = Inputs.valid_only()
@@ -222,8 +234,8 @@ recency not compared), any exception as a rejection, valid calls only."""
 def resolve(factory: object, preset: str | None = None, **choices: Any) -> Contract:
     """The factory's declared contract, then the `preset` (`PRESETS`), then `choices`
     on top (None: keep what is below). Choices: `mode`, `errors`, `black_box`,
-    `valid_only`, `invalid`, `duplicates`, `malformed`, `inputs`, `keys`. Raises
-    `ContractError` (an unknown preset too)."""
+    `valid_only`, `invalid`, `duplicates`, `malformed`, `inputs`, `keys`, `profile`.
+    Raises `ContractError` (an unknown preset too)."""
     base = declared(factory)
     if preset is not None:
         if preset not in PRESETS:

@@ -32,6 +32,7 @@ from evictable.model.invariants import check_snapshot
 from evictable.model.lifecycle import CpuState
 from evictable.model.manager import ModelManager
 from evictable.model.types import BlockEntry, Key, ManagerSnapshot, OffloadingEvent
+from evictable.model.vllm033 import Vllm033Manager
 from evictable.proofs.base.compare import (
     Kind,
     Mismatch,
@@ -43,7 +44,7 @@ from evictable.proofs.base.compare import (
     judge,
 )
 from evictable.proofs.base.contract import Contract
-from evictable.proofs.base.safety import FollowingModel, answer
+from evictable.proofs.base.safety import FollowingModel, FollowingVllm033, answer
 
 __all__ = [
     "SAFETY_INVARIANTS",
@@ -58,6 +59,7 @@ __all__ = [
     "observe",
     "pair",
     "refused_by_table",
+    "seed_events",
 ]
 
 Built = tuple[tuple[Any, ...], dict[str, Any]]
@@ -104,9 +106,25 @@ class Side:
 
 
 def make_model(contract: Contract, num_blocks: int, policy: str, events: bool) -> ModelManager:
-    """The reference manager for `contract` (raises like the model's constructor)."""
-    cls = FollowingModel if contract.safety else ModelManager
+    """The reference manager for `contract` and its profile (raises like the model's
+    constructor): the seed's `ModelManager` or the `vllm-0.33` profile's
+    `Vllm033Manager`, following the implementation's choices under the safety contract."""
+    cls: type[ModelManager]
+    if contract.profile == "vllm-0.33":
+        cls = FollowingVllm033 if contract.safety else Vllm033Manager
+    else:
+        cls = FollowingModel if contract.safety else ModelManager
     return cls(num_blocks, policy, events)
+
+
+def seed_events(contract: Contract, events: object) -> object:
+    """Under the seed profile an implementation's metadata-only events (vLLM 0.33's
+    notices that failed stores released their keys) are not compared: the seed has
+    none. Other values pass unchanged."""
+    if contract.profile != "seed" or not isinstance(events, list | tuple):
+        return events
+    kept = [e for e in events if not getattr(e, "metadata_only", False)]
+    return kept if isinstance(events, list) else tuple(kept)
 
 
 def pair(
@@ -124,6 +142,8 @@ def pair(
         ri = Reply(True, exc)
     else:
         ri = invoke(fn, *args, **kwargs)
+        if method == "take_events" and not ri.raised:
+            ri = Reply(False, seed_events(contract, ri.value))
     return model_reply(contract, model, method, build, ri), ri
 
 
@@ -205,6 +225,10 @@ def observe(contract: Contract, target: Any, keys: Sequence[Key], counted: bool)
         raise ObservationError(f"impl.snapshot() raised {type(exc).__name__}: {exc}") from exc
     if not isinstance(snap, ManagerSnapshot):
         raise ObservationError(f"impl.snapshot() returned a {type(snap).__name__}")
+    if contract.profile == "seed" and any(e.metadata_only for e in snap.pending_events):
+        snap = dataclasses.replace(
+            snap, pending_events=tuple(e for e in snap.pending_events if not e.metadata_only)
+        )
     events = _events(snap.pending_events)
     if contract.safety:
         return Side(snap, SafetyView(snap.blocks, snap.num_evictable, snap.num_pending, events))
@@ -271,6 +295,14 @@ def _store_kind(
     batch = set(args[0]) if args and isinstance(args[0], list | tuple | set | frozenset) else set()
     states = {e.key: e for e in model_before.blocks}
     if out is None:
+        occurrences = list(args[0]) if args and isinstance(args[0], list | tuple) else []
+        if rm.value is not None and len(occurrences) > len(batch):
+            return Mismatch(
+                Kind.SLOT,
+                f"impl returned None for {len(occurrences)} occurrence(s) of {len(batch)} "
+                f"distinct key(s) that fit once: a repeated key counted as needing its own "
+                f"slot (the defect that orphans a slot when there is room)",
+            )
         if rm.value is not None:
             idle = sum(
                 1 for e in model_before.blocks if e.state is CpuState.READY and e.key not in batch
@@ -313,6 +345,22 @@ def _store_kind(
     return None
 
 
+def _repeated(args: tuple[Any, ...]) -> list[Any]:
+    """The keys named more than once in a call's batch (first argument), in order."""
+    if not args or not isinstance(args[0], list | tuple):
+        return []
+    seen: set[Any] = set()
+    out: list[Any] = []
+    for key in args[0]:
+        try:
+            if key in seen and key not in out:
+                out.append(key)
+            seen.add(key)
+        except TypeError:
+            return []
+    return out
+
+
 def classify(
     found: Mismatch,
     method: str,
@@ -350,6 +398,17 @@ def classify(
             Kind.UNWRITTEN_LOAD,
             f"loaded {list(rm.value.keys)!r} while its store is still in flight (PENDING): "
             f"the data is not written yet; {found.reason}",
+        )
+    if method == "prepare_store" and found.kind is Kind.ACCEPTED_BAD_CALL and not ri.raised:
+        finer = _store_kind(model_before, args, rm, ri)  # a repeated key given two slots
+        if finer is not None and finer.kind is Kind.SLOT:
+            return Mismatch(Kind.SLOT, f"{finer.reason}; {found.reason}")
+    repeated = _repeated(args)
+    if method == "prepare_store" and repeated and not rm.raised and found.kind is not Kind.SLOT:
+        # the model stores a repeated key once; whatever else differs comes of handling
+        # it per occurrence (vLLM 0.33: a slot each, a ghost hit each)
+        return Mismatch(
+            Kind.SLOT, f"repeated key(s) {repeated!r} handled once per occurrence: {found.reason}"
         )
     if method == "lookup" and found.kind is Kind.RESULT:
         return Mismatch(Kind.WRONG_LOOKUP, found.reason)

@@ -38,9 +38,18 @@ from evictable.model.errors import DuplicateKeysError
 from evictable.model.manager import ModelManager
 from evictable.model.policy import RefOf
 from evictable.model.types import Key, ManagerSnapshot, OpaquePolicySnapshot, SlotId
+from evictable.model.vllm033 import Request, Vllm033Manager
 from evictable.proofs.base.compare import Errors, Reply, invoke, same_error
 
-__all__ = ["ChoicePolicy", "FollowingModel", "answer", "refusal", "sequential"]
+__all__ = [
+    "ChoicePolicy",
+    "ChoicePolicy033",
+    "FollowingModel",
+    "FollowingVllm033",
+    "answer",
+    "refusal",
+    "sequential",
+]
 
 Built = tuple[tuple[Any, ...], dict[str, Any]]
 
@@ -154,6 +163,34 @@ class FollowingModel(ModelManager):
             pending_events=snap.pending_events,
             policy=snap.policy,
         )
+
+
+class ChoicePolicy033(ChoicePolicy):
+    """`ChoicePolicy` with the request hooks of the `vllm-0.33` profile (no recency)."""
+
+    def insert(self, key: Key, req: Request | None = None) -> None:
+        """A key became resident (PENDING): not idle yet."""
+
+    def touch(self, keys: Sequence[Key], ref_of: RefOf, req: Request | None = None) -> None:
+        """Recency is not modelled under the safety contract."""
+
+    def on_store_miss(self, keys: Sequence[Key], ref_of: RefOf, req: Request) -> None:
+        """Recency is not modelled under the safety contract."""
+
+    def on_request_access(self, keys: Sequence[Key], req: Request) -> None:
+        """Recency is not modelled under the safety contract."""
+
+    def on_request_finished(self, *args: object) -> None:
+        """Recency is not modelled under the safety contract."""
+
+
+class FollowingVllm033(FollowingModel, Vllm033Manager):
+    """The `vllm-0.33` profile's manager whose free choices follow the implementation's."""
+
+    def __init__(self, num_blocks: int, policy: str = "lru", enable_events: bool = False) -> None:
+        super().__init__(num_blocks, policy, enable_events)
+        self.choices = ChoicePolicy033(self.num_blocks)
+        self.policy = self.choices
 
 
 def refusal(method: str, reply: Reply) -> bool:

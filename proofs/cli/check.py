@@ -32,6 +32,7 @@ import time
 from typing import Any
 
 from evictable.model.manager import MODEL_POLICIES
+from evictable.model.vllm033 import PROFILES
 from evictable.proofs.base.compare import Errors
 from evictable.proofs.base.contract import PRESETS, Contract, ContractError, Inputs, Mode, resolve
 from evictable.proofs.base.findings import findings_block
@@ -96,6 +97,13 @@ def add_parser(subparsers: Any) -> None:
         "what the factory declares, else off)",
     )
     p.add_argument(
+        "--profile",
+        choices=list(PROFILES),
+        default=None,
+        help="the model's semantics: seed or vllm-0.33 (docs/semantics.md) (default: what "
+        "the factory declares, else seed)",
+    )
+    p.add_argument(
         "--all-inputs",
         action="store_true",
         help="every kind of call, whatever the factory declares (before the --no-* switches)",
@@ -143,6 +151,7 @@ def contract_of(factory: object, args: argparse.Namespace) -> Contract:
             invalid=False if args.no_invalid else None,
             duplicates=False if args.no_duplicates else None,
             malformed=False if args.no_malformed else None,
+            profile=args.profile,
         )
     except ContractError as exc:
         raise UsageError(f"evictable check: {exc}") from None

@@ -47,6 +47,8 @@ from evictable.proofs.adapters.vllm.lazy import lazy_scanner  # noqa: E402
 from evictable.proofs.adapters.vllm.manager import (  # noqa: E402
     VllmManager,
     arc_manager,
+    evictable_arc_manager,
+    evictable_lru_manager,
     lru_manager,
     manager,
 )
@@ -58,6 +60,8 @@ __all__ = [
     "VllmManager",
     "arc_manager",
     "block_pool",
+    "evictable_arc_manager",
+    "evictable_lru_manager",
     "free_queue",
     "lazy_scanner",
     "lru_manager",

@@ -10,8 +10,8 @@ cache_policy=policy, enable_events=...)` and translates, nothing more:
 * results: vLLM's `LookupResult` by name; `PrepareStoreOutput` with the slot ids of
   its `store_spec` (`block_ids`); `prepare_load`'s spec as its slot ids;
   `complete_store` returns None (vLLM reports nothing, so the safety contract does
-  not compare it); events as this project's `OffloadingEvent(keys, removed)`, without
-  vLLM's metadata-only removal notices for failed stores (this API has none);
+  not compare it); events as this project's `OffloadingEvent(keys, removed,
+  metadata_only)` (the seed profile does not compare metadata-only ones: it has none);
 * `num_evictable` / `num_pending` are vLLM's own accounting
   (`_num_evictable_cache_chunks`, `_num_write_pending_chunks`);
 * `snapshot()` reads the policy's chunks (`ChunkStatus.ref_cnt`, `.chunk_id`), the
@@ -47,28 +47,63 @@ from evictable.model.types import (
 )
 from evictable.proofs.adapters.vllm.keys import VLLM_KEYS
 
-__all__ = ["VllmManager", "arc_manager", "lru_manager", "manager"]
+__all__ = [
+    "VllmManager",
+    "arc_manager",
+    "evictable_arc_manager",
+    "evictable_lru_manager",
+    "lru_manager",
+    "manager",
+    "translate_events",
+]
+
+PLUGIN_MODULE = "evictable.vllm"
+"""Where vLLM's factory loads evictable's policies from (by name, out of tree)."""
 
 
-def _events(raw: Iterable[Any]) -> list[OffloadingEvent]:
+def translate_events(raw: Iterable[Any]) -> list[OffloadingEvent]:
     return [
-        OffloadingEvent(keys=tuple(e.keys), removed=bool(e.removed))
+        OffloadingEvent(
+            keys=tuple(e.keys),
+            removed=bool(e.removed),
+            metadata_only=bool(getattr(e, "metadata_only", False)),
+        )
         for e in raw
-        if not getattr(e, "metadata_only", False)
     ]
 
 
 class VllmManager:
     """One vLLM `CPUOffloadingManager` with this project's manager API."""
 
-    def __init__(self, num_blocks: int, policy: str = "lru", enable_events: bool = False) -> None:
+    def __init__(
+        self,
+        num_blocks: int,
+        policy: str = "lru",
+        enable_events: bool = False,
+        module: str | None = None,
+    ) -> None:
         self.vllm = CPUOffloadingManager(
-            num_chunks=num_blocks, cache_policy=policy, enable_events=enable_events
+            num_chunks=num_blocks,
+            cache_policy=policy,
+            cache_policy_module_path=module,
+            enable_events=enable_events,
         )
         self.num_blocks = num_blocks
         self.policy_name = policy
         self._requests = 0
         self._lookups = ReqContext(req_id="lookups")
+
+    @classmethod
+    def around(cls, manager: CPUOffloadingManager, policy: str = "") -> VllmManager:
+        """This API over an existing vLLM manager (`evictable.vllm.CheckedOffloadingSpec`
+        observes the manager vLLM's spec built)."""
+        self = cls.__new__(cls)
+        self.vllm = manager
+        self.num_blocks = int(manager._num_chunks)
+        self.policy_name = policy or type(manager._policy).__name__
+        self._requests = 0
+        self._lookups = ReqContext(req_id="lookups")
+        return self
 
     def _request(self, method: str, keys: Collection[Key], *extra: Any) -> Any:
         self._requests += 1
@@ -112,7 +147,7 @@ class VllmManager:
         self.vllm.reset_cache()
 
     def take_events(self) -> list[OffloadingEvent]:
-        return _events(self.vllm.take_events())
+        return translate_events(self.vllm.take_events())
 
     @property
     def num_evictable(self) -> int:
@@ -132,9 +167,11 @@ class VllmManager:
 
     def _policy_snapshot(self) -> PolicySnapshot:
         pol = self.vllm._policy
+        if hasattr(pol, "evictable_keys"):  # evictable.vllm.EvictableLRU
+            return LruPolicySnapshot(tuple(pol.evictable_keys()))
         if hasattr(pol, "_evictable") and hasattr(pol, "_ranks"):
             ranks = pol._ranks
-            return LruPolicySnapshot(tuple(sorted(pol._evictable, key=lambda k: ranks[k])))
+            return LruPolicySnapshot(tuple(sorted(pol._evictable, key=lambda k: (ranks[k], k))))
         if all(hasattr(pol, n) for n in ("t1", "t2", "b1", "b2")):
             idle = frozenset(k for k, c in self._chunks().items() if c.ref_cnt == 0)
             return ArcPolicySnapshot(
@@ -160,7 +197,7 @@ class VllmManager:
             high_water=int(m._num_allocated_chunks),
             num_evictable=self.num_evictable,
             num_pending=self.num_pending,
-            pending_events=tuple(_events(m.events or ())),
+            pending_events=tuple(translate_events(m.events or ())),
             policy=self._policy_snapshot(),
         )
 
@@ -193,6 +230,18 @@ def arc_manager(num_blocks: int, policy: str, enable_events: bool) -> VllmManage
     return VllmManager(num_blocks, "arc", enable_events)
 
 
+def evictable_lru_manager(num_blocks: int, policy: str, enable_events: bool) -> VllmManager:
+    """vLLM's manager with evictable's `EvictableLRU` plugged in through vLLM's factory."""
+    return VllmManager(num_blocks, "EvictableLRU", enable_events, PLUGIN_MODULE)
+
+
+def evictable_arc_manager(num_blocks: int, policy: str, enable_events: bool) -> VllmManager:
+    """vLLM's manager with evictable's `EvictableARC` plugged in through vLLM's factory."""
+    return VllmManager(num_blocks, "EvictableARC", enable_events, PLUGIN_MODULE)
+
+
 _declare(manager, None)
+_declare(evictable_lru_manager, "lru")
+_declare(evictable_arc_manager, "arc")
 _declare(lru_manager, "lru")
 _declare(arc_manager, "arc")

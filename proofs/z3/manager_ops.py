@@ -43,17 +43,18 @@ bug of `proofs.controls` restated as a relation); the default is the manager.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import z3
 
-from evictable.model.lifecycle import CpuEvent, CpuState, Machine, State, Transition
+from evictable.model.lifecycle import CpuEvent, CpuState, Machine, Transition
 from evictable.proofs.z3.counter_rules import CallCounts, CounterRule, counters_after
 from evictable.proofs.z3.encode import BlockTerms, HookFn, transition_label, transition_term
 from evictable.proofs.z3.manager_state import (
     REFERENCE,
     SS,
+    Fn,
     MState,
     World,
     block,
@@ -67,6 +68,7 @@ __all__ = [
     "Choice",
     "Step",
     "Variant",
+    "acting",
     "choice",
     "event_of",
     "relation",
@@ -216,19 +218,66 @@ def _rejects(machine: Machine, event: CpuEvent, b: BlockTerms) -> Term:
 # ------------------------------------------------------------------ the fold
 
 
+def _counted(op: str, event: CpuEvent, active: Term, before: BlockTerms) -> dict[str, Term]:
+    """What one acting key adds to the call's counts (`CallCounts`), from its state
+    before the call (`impl/manager.py` counts the same keys: the victims, the keys
+    stored or acted on, the keys a load takes from ref 0 or brings back to it)."""
+    if event is CpuEvent.EVICT:
+        return {"victims": active}
+    if event is CpuEvent.STORE_BEGIN:
+        return {"stored": active}
+    if op.startswith("complete_store"):
+        return {"acted": active}
+    if event is CpuEvent.LOAD_BEGIN:
+        return {"pinned": z3.And(active, before.ref == 0)}
+    if event is CpuEvent.LOAD_END:
+        return {"unpinned": z3.And(active, before.ref == 1)}
+    return {}
+
+
+def _zero_counts() -> CallCounts:
+    return CallCounts(*(z3.IntVal(0) for _ in fields(CallCounts)))
+
+
 @dataclass
 class _Fold:
-    """The intermediate state while a call's keys act, one after the other."""
+    """The intermediate state while a call meets its keys and they act, one after the
+    other: the manager state so far (`cur`); the keys met so far (`seen`) and whether
+    one of them refuses the call (`rejected`: a duplicate or a key the table rejects,
+    judged on the call's pre-state); what the acting keys add to the counts; per
+    counter, the change of its count so far (`ghost`: each step changes one key, so
+    the sum of the steps' changes is the change of the count); and whether a key found
+    no slot (`exhausted`). `relation` unrolls it over a bounded batch; the fold lemma
+    (`proofs.z3.manager_fold`) takes one step of it from any intermediate state."""
 
     world: World
     machine: Machine
     variant: Variant
     op: str
+    pre: MState
     cur: MState
     prefix: str
+    seen: Fn
+    rejected: Term = field(default_factory=lambda: z3.BoolVal(False))
+    duplicated: Term = field(default_factory=lambda: z3.BoolVal(False))
+    counts: CallCounts = field(default_factory=_zero_counts)
+    ghost: dict[str, Term] = field(
+        default_factory=lambda: {name: z3.IntVal(0) for name in REFERENCE.counters}
+    )
     facts: list[Term] = field(default_factory=list)
     actors: list[Actor] = field(default_factory=list)
     exhausted: Term = field(default_factory=lambda: z3.BoolVal(False))
+
+    def meet(self, key: Term, in_batch: Term, event: CpuEvent, position: Term) -> Term:
+        """Validate the key at `position` (before any key acts): a duplicate of a key
+        met before it (not for `touch`, which takes duplicates) or a key the table
+        rejects refuses the whole call. Returns whether the table rejects this key."""
+        dup = z3.BoolVal(False) if self.op == "touch" else _duplicates(self.seen, key, position)
+        refused = z3.And(in_batch, _rejects(self.machine, event, block(self.pre, key)))
+        self.duplicated = z3.Or(self.duplicated, z3.And(in_batch, dup))
+        self.rejected = z3.Or(self.rejected, z3.And(in_batch, dup), refused)
+        self.seen = self.seen.set(key, z3.BoolVal(True), in_batch)
+        return refused
 
     def act(self, key: Term, active: Term, event: CpuEvent) -> None:
         """`key` takes its row for `event` (when `active`), with the slot effects."""
@@ -282,6 +331,15 @@ class _Fold:
             sp=sp,
             hw=hw,
         )
+        adds = _counted(self.op, event, active, block(self.pre, key))
+        self.counts = replace(
+            self.counts,
+            **{f: getattr(self.counts, f) + z3.If(c, 1, 0) for f, c in adds.items()},
+        )
+        for name, state in REFERENCE.counters.items():
+            s = SS.consts[state]
+            change = z3.If(self.cur.state(key) == s, 1, 0) - z3.If(cur.state(key) == s, 1, 0)
+            self.ghost[name] = self.ghost[name] + change
         self.actors.append(
             Actor(key, event, active, pre, post, tuple(matches), slot_before, slot_fn(key))
         )
@@ -291,12 +349,20 @@ def _count(xs: list[Term]) -> Term:
     return z3.Sum([z3.If(x, 1, 0) for x in xs]) if xs else z3.IntVal(0)
 
 
-def _duplicates(c: Choice) -> Term:
-    b = len(c.keys)
-    return z3.Or(
-        *[z3.And(j < c.n, c.keys[i] == c.keys[j]) for i in range(b) for j in range(i + 1, b)],
-        False,
-    )
+def _duplicates(seen: Fn, key: Term, position: Term) -> Term:
+    """The key at `position` repeats a key met before it (`seen`)."""
+    del position  # every position is compared
+    return seen(key)
+
+
+def acting(op: str, machine: Machine, pre: MState, key: Term, in_batch: Term, goes: Term) -> Term:
+    """Whether a key of an accepted (`goes`) call acts: `complete_store` acts on the
+    keys whose row fires (the PENDING ones) and ignores the others; `prepare_load`,
+    `complete_load` and `touch` act on every key. (`prepare_store` decides per key in
+    `relation`: the absent keys, after the victims.)"""
+    if op.startswith("complete_store"):
+        return z3.And(goes, in_batch, _fires(machine, _EVENT[op], block(pre, key)))
+    return z3.And(goes, in_batch)
 
 
 # ------------------------------------------------------------------ the operations
@@ -314,16 +380,14 @@ def relation(
     """The relation of `op` from `pre` with inputs `c` (see the module docstring)."""
     if op == "reset_cache":
         return _reset(world, machine, pre, prefix, variant)
-    fold = _Fold(world, machine, variant, op, pre, prefix)
+    fold = _Fold(world, machine, variant, op, pre, pre, prefix, world.no_keys())
     event = _EVENT[op]
     batch = len(c.keys)
     in_batch = [c.n > i for i in range(batch)]
     blocks = [block(pre, k) for k in c.keys]
-    refused = [z3.And(in_batch[i], _rejects(machine, event, blocks[i])) for i in range(batch)]
-    dup = z3.BoolVal(False) if op == "touch" else _duplicates(c)
+    refused = [fold.meet(k, in_batch[i], event, i) for i, k in enumerate(c.keys)]
     branches: dict[str, Term] = {}
     claims: dict[str, Term] = {}
-    counts = CallCounts()
     if op == "prepare_store":
         to_store = [z3.And(in_batch[i], _fires(machine, event, blocks[i])) for i in range(batch)]
         count = _count(to_store)
@@ -335,7 +399,7 @@ def relation(
             z3.And(use[j], _rejects(machine, CpuEvent.EVICT, block(pre, v)))
             for j, v in enumerate(c.victims)
         ]
-        rejected = z3.Or(dup, *refused, *victim_refused)
+        rejected = z3.Or(fold.rejected, *victim_refused)
         goes = z3.And(z3.Not(rejected), count > 0, z3.Or(need <= 0, c.supplied))
         for j, v in enumerate(c.victims):
             ok = [v != c.victims[i] for i in range(j)]
@@ -350,8 +414,6 @@ def relation(
             fold.act(v, z3.And(goes, use[j]), CpuEvent.EVICT)
         for i, k in enumerate(c.keys):
             fold.act(k, z3.And(goes, to_store[i]), event)
-        evicted = _count([z3.And(goes, u) for u in use])
-        counts = CallCounts(victims=evicted, stored=z3.If(goes, count, 0))
         victims = fold.actors[:batch]
         claims["victims_accepted_by_the_table"] = z3.Not(z3.Or(*victim_refused, False))
         claims["victims_are_ready"] = conj(
@@ -370,52 +432,69 @@ def relation(
             z3.Not(rejected), count > 0, need > 0, z3.Not(c.supplied)
         )
         branches["nothing to store"] = z3.And(z3.Not(rejected), c.n > 0, count == 0)
-    elif op.startswith("complete_store"):
-        acted = [z3.And(in_batch[i], _fires(machine, event, blocks[i])) for i in range(batch)]
-        rejected = z3.Or(dup, *refused)
+    else:
+        rejected = fold.rejected
         goes = z3.Not(rejected)
         for i, k in enumerate(c.keys):
-            fold.act(k, z3.And(goes, acted[i]), event)
-        counts = CallCounts(acted=z3.If(goes, _count(acted), 0))
-        branches["ignores a key"] = z3.And(
-            goes, z3.Or(*[z3.And(in_batch[i], z3.Not(acted[i])) for i in range(batch)], False)
-        )
-    else:
-        rejected = z3.Or(dup, *refused)
-        for i, k in enumerate(c.keys):
-            if variant.atomic:
-                active = z3.And(in_batch[i], z3.Not(rejected))
+            if variant.atomic or op not in ("prepare_load", "complete_load"):
+                active = acting(op, machine, pre, k, in_batch[i], goes)
             else:  # key by key: the keys before the first refused one stay changed
-                active = z3.And(in_batch[i], z3.Not(dup), z3.Not(z3.Or(*refused[: i + 1])))
+                active = z3.And(
+                    in_batch[i], z3.Not(fold.duplicated), z3.Not(z3.Or(*refused[: i + 1]))
+                )
             fold.act(k, active, event)
-        acting = [a.active for a in fold.actors]
-        counts = CallCounts(
-            pinned=_count([z3.And(x, b.ref == 0) for x, b in zip(acting, blocks, strict=True)]),
-            unpinned=_count([z3.And(x, b.ref == 1) for x, b in zip(acting, blocks, strict=True)]),
-        )
+        if op.startswith("complete_store"):
+            branches["ignores a key"] = z3.And(
+                goes,
+                z3.Or(
+                    *[
+                        z3.And(in_batch[i], z3.Not(_fires(machine, event, blocks[i])))
+                        for i in range(batch)
+                    ],
+                    False,
+                ),
+            )
         if op == "touch" and variant.touch_lists:
             cur = fold.cur
             listed = cur.listed
-            for x, k in zip(acting, c.keys, strict=True):
-                listed = listed.set(k, True, z3.And(x, resident(REFERENCE, pre.state(k))))
+            for a, k in zip(fold.actors, c.keys, strict=True):
+                listed = listed.set(k, True, z3.And(a.active, resident(REFERENCE, pre.state(k))))
             fold.cur = replace(cur, listed=listed)
-    ne, np_ = variant.counters(op, pre.num_evictable, pre.num_pending, counts)
+    ne, np_ = variant.counters(op, pre.num_evictable, pre.num_pending, fold.counts)
     post = replace(fold.cur, num_evictable=ne, num_pending=np_)
     step = Step(
-        op, pre, post, fold.facts, rejected, fold.actors, branches, claims, dup, tuple(refused)
+        op,
+        pre,
+        post,
+        fold.facts,
+        rejected,
+        fold.actors,
+        branches,
+        claims,
+        fold.duplicated,
+        tuple(refused),
     )
-    _common(step, machine, c, in_batch, dup, fold.exhausted)
+    _common(step, machine, c, in_batch, fold)
     return step
 
 
-def _common(
-    step: Step,
-    machine: Machine,
-    c: Choice,
-    in_batch: list[Term],
-    dup: Term,
-    exhausted: Term,
-) -> None:
+def _distinct(c: Choice) -> Term:
+    """The first `n` keys are pairwise distinct (stated apart from `_duplicates`)."""
+    b = len(c.keys)
+    return conj(
+        [z3.Implies(j < c.n, c.keys[i] != c.keys[j]) for i in range(b) for j in range(i + 1, b)]
+    )
+
+
+def _acted_all(step: Step, c: Choice) -> list[Term]:
+    """Every key of the call acted (its row fired): an accepted batch of B keys that
+    all do something, not one of ignored keys."""
+    event = _EVENT[step.op]
+    mine = [a for a in step.actors if a.event is event]
+    return [z3.Or(*[fc for _, fc in a.fired], False) for a in mine[: len(c.keys)]]
+
+
+def _common(step: Step, machine: Machine, c: Choice, in_batch: list[Term], fold: _Fold) -> None:
     """The branches and claims every fold operation has."""
     event = _EVENT[step.op]
     for t in _rows(machine, event):
@@ -447,25 +526,16 @@ def _common(
                 ),
             )
     if step.op != "touch":
-        step.branches["rejects duplicate keys"] = dup
+        step.branches["rejects duplicate keys"] = z3.And(step.rejected, z3.Not(_distinct(c)))
+        step.claims["accepted_keys_distinct"] = z3.Implies(z3.Not(step.rejected), _distinct(c))
+    step.branches[f"accepts {len(c.keys)} distinct keys that all act"] = z3.And(
+        z3.Not(step.rejected), c.n == len(c.keys), _distinct(c), *_acted_all(step, c)
+    )
     step.claims["rejected_changes_nothing"] = z3.Implies(step.rejected, step.post.same_as(step.pre))
-    step.claims["slots_never_run_out"] = z3.Not(exhausted)
-    for name, state in REFERENCE.counters.items():
-        step.claims[f"{name}_tracks_count"] = _tracks(step, name, state)
-
-
-def _tracks(step: Step, name: str, state: State) -> Term:
-    """The counter changes by the change of #keys in `state` over the distinct keys
-    that acted (every other key is unchanged by construction)."""
-    target = SS.consts[state]
-    change = []
-    for i, a in enumerate(step.actors):
-        first = z3.And(a.active, *[z3.Implies(b.active, b.key != a.key) for b in step.actors[:i]])
-        before = z3.If(step.pre.state(a.key) == target, 1, 0)
-        after = z3.If(step.post.state(a.key) == target, 1, 0)
-        change.append(z3.If(first, after - before, 0))
-    delta = z3.Sum(change) if change else z3.IntVal(0)
-    return step.post.counter(name) - step.pre.counter(name) == delta
+    step.claims["slots_never_run_out"] = z3.Not(fold.exhausted)
+    for name in REFERENCE.counters:
+        change = step.post.counter(name) - step.pre.counter(name)
+        step.claims[f"{name}_tracks_count"] = change == fold.ghost[name]
 
 
 def _reset(world: World, machine: Machine, pre: MState, prefix: str, variant: Variant) -> Step:

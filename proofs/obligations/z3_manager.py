@@ -60,10 +60,12 @@ def obligations(level: Level) -> list[Obligation]:
     controls = consecution_controls(ref)
     more = more_consecution_controls(ref)
     for op in OPS:
-        sb = SEARCH_BATCH.get(op, b)
+        sb = SEARCH_BATCH
         searched = (
             f"counterexamples sought first in {counterexample_world(sb, b + 1).name}, "
             f"calls of <= {sb} keys"
+            if op != "reset_cache"
+            else f"counterexamples sought first in {counterexample_world(sb, b + 1).name}"
         )
         variants = [controls[op], *more.get(op, [])]
         checks = [
@@ -88,7 +90,9 @@ def obligations(level: Level) -> list[Obligation]:
                 + (" is refuted" if len(checks) == 1 else ": each refuted"),
                 kind=Kind.UNBOUNDED if unbounded else Kind.BOUNDED,
                 bounds=(
-                    f"any number of keys, slots and batch length; {searched}"
+                    f"any number of keys and slots (no batch); {searched}"
+                    if op == "reset_cache"
+                    else f"any number of keys, slots and batch length; {searched}"
                     if unbounded
                     else f"any number of keys and slots, batches of <= {b} keys (B = {b}); "
                     f"{searched}"

@@ -49,7 +49,7 @@ import z3
 from evictable.model.lifecycle import Machine
 from evictable.proofs.base.records import Outcome, Status, proved, refuted
 from evictable.proofs.z3.counter_rules import CallCounts
-from evictable.proofs.z3.manager_ops import _EVENT, MANAGER, Variant, _Fold, acting
+from evictable.proofs.z3.manager_ops import MANAGER, Variant, _Fold, acting, event_of
 from evictable.proofs.z3.manager_render import render_key
 from evictable.proofs.z3.manager_state import (
     REFERENCE,
@@ -163,7 +163,7 @@ class _Lemma:
             self.cur,
             self.seen,
         )
-        event = _EVENT[op]
+        event = event_of(op)
         key = w.key("key")
         goes = z3.Bool("accepted")
         before = z3.Bool("rejected_before")

@@ -48,9 +48,23 @@ from typing import Any
 
 import z3
 
-from evictable.model.lifecycle import CpuEvent, CpuState, Machine, Transition
-from evictable.proofs.z3.counter_rules import CallCounts, CounterRule, counters_after
-from evictable.proofs.z3.encode import BlockTerms, HookFn, transition_label, transition_term
+from evictable.model.lifecycle import CpuEvent, CpuState, Machine
+from evictable.proofs.z3.counter_rules import CallCounts
+from evictable.proofs.z3.encode import BlockTerms, transition_label, transition_term
+from evictable.proofs.z3.manager_call import (
+    MANAGER,
+    OPS,
+    Actor,
+    Choice,
+    Step,
+    Variant,
+    choice,
+    event_of,
+    fires,
+    matches,
+    rejects,
+    rows,
+)
 from evictable.proofs.z3.manager_state import (
     REFERENCE,
     SS,
@@ -63,6 +77,7 @@ from evictable.proofs.z3.manager_state import (
 )
 
 __all__ = [
+    "MANAGER",
     "OPS",
     "Actor",
     "Choice",
@@ -75,145 +90,6 @@ __all__ = [
 ]
 
 Term = Any
-
-OPS: tuple[str, ...] = (
-    "prepare_store",
-    "complete_store.success",
-    "complete_store.failure",
-    "prepare_load",
-    "complete_load",
-    "touch",
-    "reset_cache",
-)
-"""The public operations that change state (`lookup` and `take_events` do not)."""
-
-_EVENT: dict[str, CpuEvent] = {
-    "prepare_store": CpuEvent.STORE_BEGIN,
-    "complete_store.success": CpuEvent.STORE_COMMIT,
-    "complete_store.failure": CpuEvent.STORE_ABORT,
-    "prepare_load": CpuEvent.LOAD_BEGIN,
-    "complete_load": CpuEvent.LOAD_END,
-    "touch": CpuEvent.TOUCH,
-    "reset_cache": CpuEvent.RESET,
-}
-"""The event each operation sends to the keys it is given (or, for reset, holds)."""
-
-
-def event_of(op: str) -> CpuEvent:
-    """The event `op` sends to its keys (`OPS` names the operations)."""
-    return _EVENT[op]
-
-
-@dataclass(frozen=True)
-class Variant:
-    """A manager relation with one deliberate mistake (the default has none)."""
-
-    hook: HookFn | None = None
-    """A broken hook derivation (None: the table's `derive_hook`)."""
-    keeps_slot_on: frozenset[str] = frozenset()
-    """Operations whose keys leave residency without pushing their slot."""
-    protects_input: bool = True
-    atomic: bool = True
-    """False: `prepare_load` / `complete_load` handle their keys one call at a time."""
-    touch_lists: bool = False
-    """True: `touch` puts every resident key it is given in the evictable list."""
-    reset_clears_stack: bool = True
-    victims_listed: bool = True
-    """False: the policy's victims are keys that are *not* listed (a vacuous control)."""
-    counters: CounterRule = field(default=lambda op, ne, np_, n: counters_after(op, ne, np_, n))
-    """How the counters are updated (`counters_after`, or a rule that forgets an update)."""
-    ignores_free_stack: bool = False
-    """True: `prepare_store` counts only fresh slots as free, so it evicts although
-    freed slots exist (a drifted relation: the code reuses the freed slots)."""
-
-
-MANAGER = Variant()
-
-
-@dataclass(frozen=True)
-class Choice:
-    """An operation's free inputs: up to B batch keys (the first `n` are the batch),
-    the policy's candidate victims, and whether the policy supplied them."""
-
-    keys: tuple[Term, ...]
-    n: Term
-    victims: tuple[Term, ...]
-    supplied: Term
-
-
-def choice(world: World, prefix: str, batch: int) -> tuple[Choice, list[Term]]:
-    """Fresh inputs for one call with at most `batch` keys, and their range facts."""
-    keys = tuple(world.key(f"{prefix}.key{i}") for i in range(batch))
-    victims = tuple(world.key(f"{prefix}.victim{j}") for j in range(batch))
-    n = z3.Int(f"{prefix}.n")
-    facts = [n >= 0, n <= batch, *[world.key_facts(k) for k in keys + victims]]
-    return Choice(keys, n, victims, z3.Bool(f"{prefix}.supplied")), facts
-
-
-@dataclass(frozen=True)
-class Actor:
-    """One key acting in a call: its event, whether it acts, and the rows it may fire."""
-
-    key: Term
-    event: CpuEvent
-    active: Term
-    pre: BlockTerms
-    post: BlockTerms
-    fired: tuple[tuple[Transition, Term], ...]
-    slot_before: Term
-    slot_after: Term
-
-
-@dataclass
-class Step:
-    """One call as a relation (see the module docstring)."""
-
-    op: str
-    pre: MState
-    post: MState
-    facts: list[Term]
-    rejected: Term
-    actors: list[Actor]
-    branches: dict[str, Term] = field(default_factory=dict)
-    claims: dict[str, Term] = field(default_factory=dict)
-    duplicate: Term = field(default_factory=lambda: z3.BoolVal(False))
-    """The call repeats a key (and is refused for it)."""
-    refused: tuple[Term, ...] = ()
-    """Per batch position: the table refuses that key's event (input order)."""
-
-
-# ------------------------------------------------------------------ one key, one event
-
-
-def _rows(machine: Machine, event: CpuEvent) -> list[Transition]:
-    return [t for t in machine.transitions if t.event is event]
-
-
-def _matches(machine: Machine, event: CpuEvent, b: BlockTerms) -> list[tuple[Transition, Term]]:
-    """Each row of `event` with the condition that it is the first to match `b`."""
-    out: list[tuple[Transition, Term]] = []
-    earlier: Term = z3.BoolVal(False)
-    for t in _rows(machine, event):
-        guard = t.guard.holds(b.ref)  # polymorphic: True, or a Z3 term
-        here = z3.And(b.state == SS.consts[t.source], z3.BoolVal(guard) if guard is True else guard)
-        out.append((t, z3.And(here, z3.Not(earlier))))
-        earlier = z3.Or(earlier, here)
-    return out
-
-
-def _fires(machine: Machine, event: CpuEvent, b: BlockTerms) -> Term:
-    return z3.Or(*[c for _, c in _matches(machine, event, b)], False)
-
-
-def _ignored(machine: Machine, event: CpuEvent, b: BlockTerms) -> Term:
-    return z3.Or(*[b.state == SS.consts[s] for s, e in machine.ignored if e is event], False)
-
-
-def _rejects(machine: Machine, event: CpuEvent, b: BlockTerms) -> Term:
-    """The table refuses `event` for `b`: no row fires and the pair is not ignored
-    (a rejection, or a pair the table forgot, which `step` refuses too)."""
-    return z3.And(z3.Not(_fires(machine, event, b)), z3.Not(_ignored(machine, event, b)))
-
 
 # ------------------------------------------------------------------ the fold
 
@@ -273,7 +149,7 @@ class _Fold:
         met before it (not for `touch`, which takes duplicates) or a key the table
         rejects refuses the whole call. Returns whether the table rejects this key."""
         dup = z3.BoolVal(False) if self.op == "touch" else _duplicates(self.seen, key, position)
-        refused = z3.And(in_batch, _rejects(self.machine, event, block(self.pre, key)))
+        refused = z3.And(in_batch, rejects(self.machine, event, block(self.pre, key)))
         self.duplicated = z3.Or(self.duplicated, z3.And(in_batch, dup))
         self.rejected = z3.Or(self.rejected, z3.And(in_batch, dup), refused)
         self.seen = self.seen.set(key, z3.BoolVal(True), in_batch)
@@ -289,9 +165,9 @@ class _Fold:
             z3.Int(f"{self.prefix}.a{i}.ref"),
             z3.Bool(f"{self.prefix}.a{i}.listed"),
         )
-        matches = [(t, z3.And(active, c)) for t, c in _matches(machine, event, pre)]
-        moved = z3.Or(*[c for _, c in matches], False)
-        for t, c in matches:
+        fired = [(t, z3.And(active, c)) for t, c in matches(machine, event, pre)]
+        moved = z3.Or(*[c for _, c in fired], False)
+        for t, c in fired:
             self.facts.append(
                 z3.Implies(c, transition_term(machine, t, pre, post, self.variant.hook))
             )
@@ -305,8 +181,8 @@ class _Fold:
         def res(s: Any) -> bool:
             return machine.spec(s).resident
 
-        enter = z3.Or(*[c for t, c in matches if not res(t.source) and res(t.target)], False)
-        leave = z3.Or(*[c for t, c in matches if res(t.source) and not res(t.target)], False)
+        enter = z3.Or(*[c for t, c in fired if not res(t.source) and res(t.target)], False)
+        leave = z3.Or(*[c for t, c in fired if res(t.source) and not res(t.target)], False)
         slot_before = cur.slot(key)
         stack, pos, sp, hw = cur.stack, cur.pos, cur.sp, cur.hw
         if self.op not in self.variant.keeps_slot_on:
@@ -341,7 +217,7 @@ class _Fold:
             change = z3.If(self.cur.state(key) == s, 1, 0) - z3.If(cur.state(key) == s, 1, 0)
             self.ghost[name] = self.ghost[name] + change
         self.actors.append(
-            Actor(key, event, active, pre, post, tuple(matches), slot_before, slot_fn(key))
+            Actor(key, event, active, pre, post, tuple(fired), slot_before, slot_fn(key))
         )
 
 
@@ -361,7 +237,7 @@ def acting(op: str, machine: Machine, pre: MState, key: Term, in_batch: Term, go
     `complete_load` and `touch` act on every key. (`prepare_store` decides per key in
     `relation`: the absent keys, after the victims.)"""
     if op.startswith("complete_store"):
-        return z3.And(goes, in_batch, _fires(machine, _EVENT[op], block(pre, key)))
+        return z3.And(goes, in_batch, fires(machine, event_of(op), block(pre, key)))
     return z3.And(goes, in_batch)
 
 
@@ -381,7 +257,7 @@ def relation(
     if op == "reset_cache":
         return _reset(world, machine, pre, prefix, variant)
     fold = _Fold(world, machine, variant, op, pre, pre, prefix, world.no_keys())
-    event = _EVENT[op]
+    event = event_of(op)
     batch = len(c.keys)
     in_batch = [c.n > i for i in range(batch)]
     blocks = [block(pre, k) for k in c.keys]
@@ -389,14 +265,14 @@ def relation(
     branches: dict[str, Term] = {}
     claims: dict[str, Term] = {}
     if op == "prepare_store":
-        to_store = [z3.And(in_batch[i], _fires(machine, event, blocks[i])) for i in range(batch)]
+        to_store = [z3.And(in_batch[i], fires(machine, event, blocks[i])) for i in range(batch)]
         count = _count(to_store)
         free = pre.cap - pre.hw + (0 if variant.ignores_free_stack else pre.sp)
         need = count - free
         wanted = z3.If(need > 0, need, 0)
         use = [z3.And(need > 0, c.supplied, j < wanted) for j in range(batch)]
         victim_refused = [
-            z3.And(use[j], _rejects(machine, CpuEvent.EVICT, block(pre, v)))
+            z3.And(use[j], rejects(machine, CpuEvent.EVICT, block(pre, v)))
             for j, v in enumerate(c.victims)
         ]
         rejected = z3.Or(fold.rejected, *victim_refused)
@@ -448,7 +324,7 @@ def relation(
                 goes,
                 z3.Or(
                     *[
-                        z3.And(in_batch[i], z3.Not(_fires(machine, event, blocks[i])))
+                        z3.And(in_batch[i], z3.Not(fires(machine, event, blocks[i])))
                         for i in range(batch)
                     ],
                     False,
@@ -489,20 +365,20 @@ def _distinct(c: Choice) -> Term:
 def _acted_all(step: Step, c: Choice) -> list[Term]:
     """Every key of the call acted (its row fired): an accepted batch of B keys that
     all do something, not one of ignored keys."""
-    event = _EVENT[step.op]
+    event = event_of(step.op)
     mine = [a for a in step.actors if a.event is event]
     return [z3.Or(*[fc for _, fc in a.fired], False) for a in mine[: len(c.keys)]]
 
 
 def _common(step: Step, machine: Machine, c: Choice, in_batch: list[Term], fold: _Fold) -> None:
     """The branches and claims every fold operation has."""
-    event = _EVENT[step.op]
-    for t in _rows(machine, event):
+    event = event_of(step.op)
+    for t in rows(machine, event):
         step.branches[f"fires {transition_label(t)}"] = z3.Or(
             *[fc for a in step.actors if a.event is event for tt, fc in a.fired if tt is t], False
         )
     if step.op == "prepare_store":
-        for t in _rows(machine, CpuEvent.EVICT):
+        for t in rows(machine, CpuEvent.EVICT):
             step.branches[f"fires {transition_label(t)}"] = z3.Or(
                 *[
                     fc
@@ -546,19 +422,18 @@ def _reset(world: World, machine: Machine, pre: MState, prefix: str, variant: Va
     def res(k: Term) -> Term:
         return resident(machine, pre.state(k))
 
-    rejected = world.any_key(lambda k: z3.And(res(k), _rejects(machine, event, block(pre, k))))
+    rejected = world.any_key(lambda k: z3.And(res(k), rejects(machine, event, block(pre, k))))
     goes = z3.Not(rejected)
 
     def per_key(k: Term) -> Term:
         b, a = block(pre, k), block(post0, k)
         same = z3.And(a.state == b.state, a.ref == b.ref, a.in_list == b.in_list)
-        matches = _matches(machine, event, b)
-        moved = z3.And(goes, res(k), _fires(machine, event, b))
-        rows = [
+        moved = z3.And(goes, res(k), fires(machine, event, b))
+        taken = [
             z3.Implies(z3.And(goes, res(k), cond), transition_term(machine, t, b, a, variant.hook))
-            for t, cond in matches
+            for t, cond in matches(machine, event, b)
         ]
-        return z3.And(*rows, z3.Implies(z3.Not(moved), same))
+        return z3.And(*taken, z3.Implies(z3.Not(moved), same))
 
     counters = variant.counters("reset_cache", pre.num_evictable, pre.num_pending, CallCounts())
     post = replace(
@@ -574,12 +449,12 @@ def _reset(world: World, machine: Machine, pre: MState, prefix: str, variant: Va
     )
     facts = [world.all_keys(per_key)]
     step = Step("reset_cache", pre, post, facts, rejected, [])
-    for index, t in enumerate(_rows(machine, event)):
+    for index, t in enumerate(rows(machine, event)):
 
-        def fires(k: Term, index: int = index) -> Term:
-            return z3.And(goes, res(k), _matches(machine, event, block(pre, k))[index][1])
+        def fired_at(k: Term, index: int = index) -> Term:
+            return z3.And(goes, res(k), matches(machine, event, block(pre, k))[index][1])
 
-        step.branches[f"fires {transition_label(t)}"] = world.any_key(fires)
+        step.branches[f"fires {transition_label(t)}"] = world.any_key(fired_at)
     step.claims["rejected_changes_nothing"] = z3.Implies(rejected, post.same_as(pre))
     for name, state in REFERENCE.counters.items():
         target = SS.consts[state]

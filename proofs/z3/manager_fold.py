@@ -1,6 +1,6 @@
 """The fold lemma: a call's consecution for batches of any length, not only up to B.
 
-`manager_ops.relation` runs a call as a fold over its keys (`_Fold`): every key is
+`manager_ops.relation` runs a call as a fold over its keys (`Fold`): every key is
 *met* first (`meet`: a duplicate of a key met before it, or a key the table rejects
 in the call's pre-state, refuses the whole call), then, if the call is accepted,
 every key *acts* in turn (`act`: its row, its slot, what it adds to the counts, the
@@ -49,7 +49,7 @@ import z3
 from evictable.model.lifecycle import Machine
 from evictable.proofs.base.records import Outcome, Status, proved, refuted
 from evictable.proofs.z3.counter_rules import CallCounts
-from evictable.proofs.z3.manager_ops import MANAGER, Variant, _Fold, acting, event_of
+from evictable.proofs.z3.manager_ops import MANAGER, Fold, Variant, acting, event_of
 from evictable.proofs.z3.manager_render import render_key
 from evictable.proofs.z3.manager_state import (
     REFERENCE,
@@ -167,7 +167,7 @@ class _Lemma:
         key = w.key("key")
         goes = z3.Bool("accepted")
         before = z3.Bool("rejected_before")
-        fold = _Fold(
+        fold = Fold(
             w, machine, self.variant, op, pre, cur, "fold", seen,
             counts=self.counts, ghost=dict(self.ghost),
         )  # fmt: skip

@@ -81,6 +81,7 @@ __all__ = [
     "OPS",
     "Actor",
     "Choice",
+    "Fold",
     "Step",
     "Variant",
     "acting",
@@ -116,7 +117,7 @@ def _zero_counts() -> CallCounts:
 
 
 @dataclass
-class _Fold:
+class Fold:
     """The intermediate state while a call meets its keys and they act, one after the
     other: the manager state so far (`cur`); the keys met so far (`seen`) and whether
     one of them refuses the call (`rejected`: a duplicate or a key the table rejects,
@@ -256,7 +257,7 @@ def relation(
     """The relation of `op` from `pre` with inputs `c` (see the module docstring)."""
     if op == "reset_cache":
         return _reset(world, machine, pre, prefix, variant)
-    fold = _Fold(world, machine, variant, op, pre, pre, prefix, world.no_keys())
+    fold = Fold(world, machine, variant, op, pre, pre, prefix, world.no_keys())
     event = event_of(op)
     batch = len(c.keys)
     in_batch = [c.n > i for i in range(batch)]
@@ -370,7 +371,7 @@ def _acted_all(step: Step, c: Choice) -> list[Term]:
     return [z3.Or(*[fc for _, fc in a.fired], False) for a in mine[: len(c.keys)]]
 
 
-def _common(step: Step, machine: Machine, c: Choice, in_batch: list[Term], fold: _Fold) -> None:
+def _common(step: Step, machine: Machine, c: Choice, in_batch: list[Term], fold: Fold) -> None:
     """The branches and claims every fold operation has."""
     event = event_of(step.op)
     for t in rows(machine, event):

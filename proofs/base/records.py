@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +51,7 @@ __all__ = [
     "Status",
     "check_deadline",
     "deadline",
+    "every_refuted",
     "format_result",
     "proved",
     "refuted",
@@ -234,6 +235,24 @@ def _timed(fn: Callable[[float], Outcome], backstop_s: float) -> tuple[Outcome, 
     finally:
         _DEADLINE.reset(token)
     return outcome, time.perf_counter() - start
+
+
+def every_refuted(
+    controls: Sequence[tuple[str, Callable[[float], Outcome]]], backstop_s: float
+) -> Outcome:
+    """Several broken variants as one negative control: a counterexample (the control
+    is refuted) only when every variant gives one -- the texts, one line each; else the
+    first variant that did not, by name, with its own status (so a control of a
+    weakened claim comes back `holds`, i.e. not refuted)."""
+    found = []
+    for what, check in controls:
+        out = check(backstop_s)
+        if out.status is not Status.COUNTEREXAMPLE:
+            said = out.counterexample or out.detail
+            detail = f"{what} was not caught{f': {said}' if said else ''}"
+            return Outcome(out.status, out.counterexample, detail)
+        found.append(f"{what}: {out.counterexample}")
+    return refuted("\n".join(found))
 
 
 def run_claim(ob: Obligation, backstop_s: float = HANG_BACKSTOP_S) -> Result:

@@ -42,6 +42,11 @@ __all__ = [
     "SlotsFreeForgets",
     "SlotsNoHighWaterBump",
     "SlotsResetKeepsStack",
+    "consecution_controls",
+    "forgetting",
+    "hook_dropped",
+    "hook_misclassed_drop",
+    "more_consecution_controls",
 ]
 
 LRU = "evictable.impl.policies.lru"
@@ -201,8 +206,17 @@ def hook_dropped(machine: Machine, event: CpuEvent, source: CpuState, target: Cp
     return Variant(hook=overriding(machine, row_index(machine, event, source, target), Hook.NONE))
 
 
+def hook_misclassed_drop(
+    machine: Machine, event: CpuEvent, source: CpuState, target: CpuState
+) -> Variant:
+    """The row's flip classed DROP ("leaves the list by leaving residency"): for a row
+    whose target is resident no hook is called at all, so the key stays listed."""
+    return Variant(hook=overriding(machine, row_index(machine, event, source, target), Hook.DROP))
+
+
 def consecution_controls(machine: Machine) -> dict[str, tuple[Variant, str]]:
-    """One broken relation per operation, each a mistake a real manager makes."""
+    """One broken relation per operation, each a mistake a real manager makes (more
+    for some operations: `more_consecution_controls`)."""
     e, s = CpuEvent, CpuState
     return {
         "prepare_store": (
@@ -227,6 +241,19 @@ def consecution_controls(machine: Machine) -> dict[str, tuple[Variant, str]]:
         ),
         "touch": (Variant(touch_lists=True), "a touch that lists pinned and pending keys"),
         "reset_cache": (Variant(reset_clears_stack=False), "a reset that keeps the free stack"),
+    }
+
+
+def more_consecution_controls(machine: Machine) -> dict[str, list[tuple[Variant, str]]]:
+    """Further broken relations of some operations, each refuted as well."""
+    e, s = CpuEvent, CpuState
+    return {
+        "prepare_load": [
+            (
+                hook_misclassed_drop(machine, e.LOAD_BEGIN, s.READY, s.LOADING),
+                "a first load whose flip is classed DROP (no mark_non_evictable)",
+            )
+        ],
     }
 
 

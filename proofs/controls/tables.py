@@ -21,6 +21,7 @@ from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from evictable.model import lifecycle
+from evictable.model.errors import BlockNotReadyError
 from evictable.model.lifecycle import (
     CpuEvent,
     CpuState,
@@ -32,6 +33,7 @@ from evictable.model.lifecycle import (
     Phase,
     RefGuard,
     RefUpdate,
+    Rejection,
     State,
     Transition,
     derive_hook,
@@ -60,12 +62,14 @@ __all__ = [
     "MissesMarkEvictableOnLoadEnd",
     "dead_row_table",
     "gpu_dead_row_table",
+    "noop_to_rejection",
     "noop_to_row",
     "rejection_to_noop",
     "rejection_to_row",
     "retarget",
     "reupdate",
     "row_to_noop",
+    "row_to_rejection",
     "step_ignoring_guards",
 ]
 
@@ -123,6 +127,21 @@ def noop_to_row(
     return _add_row(
         _without_noop(m, event, state), Transition(event, state, target, RefGuard.ANY, update)
     )
+
+
+def noop_to_rejection(m: Machine, event: CpuEvent, state: CpuState) -> Machine:
+    """A tolerated no-op becomes a rejection (`BlockNotReadyError`)."""
+    cut = _without_noop(m, event, state)
+    row = Rejection(event, state, BlockNotReadyError, "a control's refusal")
+    return dataclasses.replace(cut, rejections=(*cut.rejections, row))
+
+
+def row_to_rejection(m: Machine, event: CpuEvent, source: CpuState, target: CpuState) -> Machine:
+    """A row is dropped and its (state, event) pair rejected (`BlockNotReadyError`)."""
+    rows = list(m.transitions)
+    del rows[_row(m, event, source, target)]
+    row = Rejection(event, source, BlockNotReadyError, "a control's refusal")
+    return dataclasses.replace(m, transitions=tuple(rows), rejections=(*m.rejections, row))
 
 
 def row_to_noop(m: Machine, event: CpuEvent, source: CpuState, target: CpuState) -> Machine:
@@ -208,28 +227,66 @@ ENABLEDNESS_CONTROLS: dict[CpuEvent, Mutant] = {
 }
 """One mutant per event, for `enabledness.<event>`."""
 
-SAFETY_CONTROLS: dict[str, Mutant] = {
-    "loads_read_written_data": _mutant(
-        lambda m: rejection_to_row(m, E.LOAD_BEGIN, P, L, SET_ONE),
-        "load_begin on PENDING reading data still being written",
+SAFETY_CONTROLS: dict[str, tuple[Mutant, ...]] = {
+    "loads_read_written_data": (  # a load from each state it excludes
+        _mutant(
+            lambda m: rejection_to_row(m, E.LOAD_BEGIN, A, L, SET_ONE),
+            "load_begin on ABSENT reading data never written",
+        ),
+        _mutant(
+            lambda m: rejection_to_row(m, E.LOAD_BEGIN, P, L, SET_ONE),
+            "load_begin on PENDING reading data still being written",
+        ),
     ),
-    "evicts_only_idle": _mutant(dead_row_table, "evict on LOADING (under a running load)"),
-    "store_abort_changes_only_pending": _mutant(
-        lambda m: noop_to_row(m, E.STORE_ABORT, R, A, CLEAR),
-        "store_abort on READY dropping an idle block",
+    "evicts_only_idle": (  # an eviction from each state it excludes
+        _mutant(lambda m: rejection_to_row(m, E.EVICT, A, A, CLEAR), "evict on ABSENT accepted"),
+        _mutant(
+            lambda m: rejection_to_row(m, E.EVICT, P, A, CLEAR),
+            "evict on PENDING (under a running store)",
+        ),
+        _mutant(dead_row_table, "evict on LOADING (under a running load)"),
     ),
-    "reset_ends_absent": _mutant(
-        lambda m: retarget(m, E.RESET, L, A, L), "reset keeping a LOADING block resident"
+    "store_abort_changes_only_pending": (  # a change to each state it excludes
+        _mutant(
+            lambda m: noop_to_row(m, E.STORE_ABORT, A, P, SET_STORE),
+            "store_abort on ABSENT starting a store",
+        ),
+        _mutant(
+            lambda m: noop_to_row(m, E.STORE_ABORT, R, A, CLEAR),
+            "store_abort on READY dropping an idle block",
+        ),
+        _mutant(
+            lambda m: noop_to_row(m, E.STORE_ABORT, L, A, CLEAR),
+            "store_abort on LOADING dropping a block under load",
+        ),
     ),
-    "touch_changes_nothing": _mutant(
-        lambda m: retarget(m, E.TOUCH, L, L, R), "touch making a LOADING block READY"
+    "reset_ends_absent": (  # a refusal, and a reset ending elsewhere from each state
+        _mutant(lambda m: noop_to_rejection(m, E.RESET, A), "reset refused on ABSENT"),
+        _mutant(
+            lambda m: noop_to_row(m, E.RESET, A, P, SET_STORE), "reset on ABSENT starting a store"
+        ),
+        _mutant(lambda m: retarget(m, E.RESET, P, A, P), "reset keeping a PENDING block"),
+        _mutant(lambda m: retarget(m, E.RESET, R, A, R), "reset keeping a READY block"),
+        _mutant(lambda m: retarget(m, E.RESET, L, A, L), "reset keeping a LOADING block resident"),
+    ),
+    "touch_changes_nothing": (  # a refusal, a state change and a ref change per state
+        _mutant(lambda m: row_to_rejection(m, E.TOUCH, A, A), "touch refused on ABSENT"),
+        _mutant(lambda m: retarget(m, E.TOUCH, A, A, P), "touch making an ABSENT block PENDING"),
+        _mutant(lambda m: retarget(m, E.TOUCH, P, P, R), "touch making a PENDING block READY"),
+        _mutant(lambda m: retarget(m, E.TOUCH, R, R, A), "touch dropping a READY block"),
+        _mutant(lambda m: retarget(m, E.TOUCH, L, L, R), "touch making a LOADING block READY"),
+        _mutant(lambda m: reupdate(m, E.TOUCH, P, P, SET_IDLE), "touch setting a PENDING ref to 0"),
+        _mutant(lambda m: reupdate(m, E.TOUCH, R, R, INC), "touch pinning a READY block"),
+        _mutant(lambda m: reupdate(m, E.TOUCH, L, L, INC), "touch adding a load to LOADING"),
     ),
 }
-"""One mutant per safety property, for `safety.<property>`."""
+"""Per safety property, one mutant per way it can fail (each excluded state, each
+conjunct), for `safety.<property>`: weakening the property in any one disjunct lets
+one of them through."""
 
 TABLE_MUTANTS: dict[str, Mutant] = {
     "rejection to no-op": ENABLEDNESS_CONTROLS[E.LOAD_BEGIN],
-    "rejection to transition": SAFETY_CONTROLS["loads_read_written_data"],
+    "rejection to transition": SAFETY_CONTROLS["loads_read_written_data"][1],
     "dead row": _mutant(dead_row_table, "evict on LOADING, a row the manager never fires"),
     "wrong target": _mutant(
         lambda m: retarget(m, E.LOAD_END, L, R, L), "load_end LOADING->READY going to LOADING"

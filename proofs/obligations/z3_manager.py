@@ -13,16 +13,20 @@ from evictable.proofs.base.levels import Level
 from evictable.proofs.base.records import (
     Kind,
     Obligation,
+    every_refuted,
 )
-from evictable.proofs.controls.encodings import consecution_controls
+from evictable.proofs.controls.encodings import consecution_controls, more_consecution_controls
 from evictable.proofs.controls.tables import dead_row_table, replace_state
 from evictable.proofs.z3.manager import (
     BATCH,
-    WITNESS_WORLD,
+    SEARCH_BATCH,
     check_consecution,
     check_initiation,
     check_nonvacuity,
     check_rows,
+    counterexample_world,
+    unbounded_in_batch,
+    witness_world,
 )
 from evictable.proofs.z3.manager_ops import (
     OPS,
@@ -42,9 +46,7 @@ def obligations(level: Level) -> list[Obligation]:
     machine = lifecycle.CPU_MACHINE
     ref = REFERENCE
     b = BATCH[level]
-    bounds = f"any number of keys and slots, batches of <= {b} keys"
-    witness = f"witnesses in {WITNESS_WORLD.name}, batches of <= {min(b, 2)} keys"
-    wb = min(b, 2)
+    witness = f"witnesses in {witness_world(b).name}, batches of <= {b} keys"
     out = [
         Obligation(
             "manager.initiation",
@@ -56,26 +58,55 @@ def obligations(level: Level) -> list[Obligation]:
         )
     ]
     controls = consecution_controls(ref)
+    more = more_consecution_controls(ref)
     for op in OPS:
-        variant, text = controls[op]
+        sb = SEARCH_BATCH
+        searched = (
+            f"counterexamples sought first in {counterexample_world(sb, b + 1).name}, "
+            f"calls of <= {sb} keys"
+            if op != "reset_cache"
+            else f"counterexamples sought first in {counterexample_world(sb, b + 1).name}"
+        )
+        variants = [controls[op], *more.get(op, [])]
+        checks = [
+            (text, partial(check_consecution, ref, op, b, variant=variant))
+            for variant, text in variants
+        ]
+        unbounded = unbounded_in_batch(op)
         out.append(
             Obligation(
                 f"manager.consecution.{op}",
                 f"{op} keeps listed ⇔ READY, the slot partition and ownership, and its "
-                "counters equal to the counts; a rejected call changes nothing",
+                "counters equal to the counts; a rejected call changes nothing; an "
+                "accepted call's keys are distinct"
+                + (
+                    " (any batch length: the fold lemma)"
+                    if op != "reset_cache" and unbounded
+                    else ""
+                ),
                 partial(check_consecution, machine, op, b),
-                partial(check_consecution, ref, op, b, variant=variant),
-                f"{text} is refuted",
-                kind=Kind.BOUNDED,
-                bounds=bounds,
+                checks[0][1] if len(checks) == 1 else partial(every_refuted, checks),
+                "; ".join(text for text, _ in checks)
+                + (" is refuted" if len(checks) == 1 else ": each refuted"),
+                kind=Kind.UNBOUNDED if unbounded else Kind.BOUNDED,
+                bounds=(
+                    f"any number of keys and slots (no batch); {searched}"
+                    if op == "reset_cache"
+                    else f"any number of keys, slots and batch length; {searched}"
+                    if unbounded
+                    else f"any number of keys and slots, batches of <= {b} keys (B = {b}); "
+                    f"{searched}"
+                ),
             )
         )
     out.append(
         Obligation(
             "manager.nonvacuity",
-            "every branch of every operation happens from some state satisfying the invariant",
-            lambda t: check_nonvacuity(machine, wb, t),
-            lambda t: check_nonvacuity(ref, wb, t, Variant(victims_listed=False)),
+            "every branch of every operation happens from some state satisfying the "
+            f"invariant, among them, per operation, an accepted call of {b} distinct keys "
+            "that all act",
+            lambda t: check_nonvacuity(machine, b, t),
+            lambda t: check_nonvacuity(ref, b, t, Variant(victims_listed=False)),
             "a policy whose victims are unlisted keys makes eviction vacuous: refuted",
             kind=Kind.BOUNDED,
             bounds=witness,
@@ -86,8 +117,8 @@ def obligations(level: Level) -> list[Obligation]:
             "manager.rows",
             "every row of the table fires in some operation from a state satisfying the "
             "invariant (no dead row)",
-            lambda t: check_rows(machine, wb, t),
-            lambda t: check_rows(dead_row_table(ref), wb, t),
+            lambda t: check_rows(machine, b, t),
+            lambda t: check_rows(dead_row_table(ref), b, t),
             "a table where evict on LOADING is a row (never executed) is refuted",
             kind=Kind.BOUNDED,
             bounds=witness,

@@ -34,7 +34,6 @@ from evictable.proofs.base.records import (
     proved,
     refuted,
 )
-from evictable.proofs.z3.manager import render_key
 from evictable.proofs.z3.manager_ops import (
     MANAGER,
     OPS,
@@ -44,6 +43,7 @@ from evictable.proofs.z3.manager_ops import (
     choice,
     relation,
 )
+from evictable.proofs.z3.manager_render import render_key
 from evictable.proofs.z3.manager_state import (
     BoundedWorld,
     MState,

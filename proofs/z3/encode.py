@@ -12,13 +12,16 @@ Nothing here restates a lifecycle rule. Given a `Machine`, this module builds:
   source state, guard (`RefGuard.holds` applied to a Z3 term), target state, ref
   update (`RefUpdate.apply` applied to a Z3 term; "clear" leaves the ref
   unconstrained), and the derived hook's effect on `in_list` (FLAG_ON sets it,
-  FLAG_OFF / DROP clear it, NONE keeps it); `stutter_term` for ignored and rejected
+  FLAG_OFF clears it, NONE keeps it; DROP is no call at all: the block leaves the
+  list only because it leaves residency, so it clears `in_list` when the row's target
+  is not resident and keeps it when it is); `stutter_term` for ignored and rejected
   (state, event) pairs; `step_term` / `rejects_term` for a whole event.
 
 Every builder takes the machine (and optionally the hook derivation) as an argument,
 so negative controls can pass a deliberately broken copy of the table.
-The *invariant*, by contrast, is always the one of the reference machine imported
-here at load time: a broken table is judged against the unbroken specification.
+The *invariant*, by contrast, is always the one of the reference machine
+(`REFERENCE_MACHINES`: for the CPU the frozen copy of the table in
+`proofs.base.frozen_spec`): a broken table is judged against the unbroken specification.
 """
 
 from __future__ import annotations
@@ -38,7 +41,6 @@ from evictable.model.invariants import (
     idle,
 )
 from evictable.model.lifecycle import (
-    CPU_MACHINE,
     GPU_MACHINE,
     Event,
     Hook,
@@ -48,6 +50,7 @@ from evictable.model.lifecycle import (
     State,
     Transition,
 )
+from evictable.proofs.base.frozen_spec import CPU_SPEC
 
 __all__ = [
     "REFERENCE_MACHINES",
@@ -86,11 +89,14 @@ def resolve_hook(hook: HookFn | None) -> HookFn:
     return hook if hook is not None else lifecycle.derive_hook
 
 
-REFERENCE_MACHINES: Mapping[str, Machine] = {m.name: m for m in (CPU_MACHINE, GPU_MACHINE)}
-"""The unbroken tables, captured at import: the specification a variant is judged by."""
+REFERENCE_MACHINES: Mapping[str, Machine] = {m.name: m for m in (CPU_SPEC, GPU_MACHINE)}
+"""The unbroken tables: the specification a variant is judged by. The CPU table is the
+frozen, versioned copy `proofs.base.frozen_spec.CPU_SPEC` (so a mutated
+`model/lifecycle.py` never becomes its own reference); the GPU table is captured at
+import."""
 
 _INVARIANTS: Mapping[str, Mapping[str, BlockInvariant]] = {
-    CPU_MACHINE.name: BLOCK_INVARIANTS,
+    CPU_SPEC.name: BLOCK_INVARIANTS,
     GPU_MACHINE.name: GPU_BLOCK_INVARIANTS,
 }
 
@@ -282,11 +288,19 @@ def _update(update: RefUpdate, pre_ref: Any, post_ref: Any) -> Any:
     return z3.BoolVal(True) if after is None else post_ref == after
 
 
-def hook_effect(hook: Hook, pre_in_list: Any) -> Any:
-    """`in_list` after the hook: FLAG_ON sets it, FLAG_OFF / DROP clear it, NONE keeps it."""
+def hook_effect(hook: Hook, pre_in_list: Any, resident_after: bool) -> Any:
+    """`in_list` after the hook: FLAG_ON sets it, FLAG_OFF clears it, NONE keeps it.
+
+    DROP calls nothing (`model.manager.ModelManager.call_hook`): the block leaves the
+    list because it leaves residency (an eviction, a reset). So it clears `in_list`
+    when the block is not resident after the row (`resident_after` False) and keeps
+    it otherwise -- a resident flip misclassed as DROP leaves the block listed.
+    """
     if hook is Hook.FLAG_ON:
         return z3.BoolVal(True)
-    if hook in (Hook.FLAG_OFF, Hook.DROP):
+    if hook is Hook.FLAG_OFF:
+        return z3.BoolVal(False)
+    if hook is Hook.DROP and not resident_after:
         return z3.BoolVal(False)
     return pre_in_list
 
@@ -305,7 +319,10 @@ def transition_term(
         _guard(t, pre.ref),
         post.state == ss.consts[t.target],
         _update(t.update, pre.ref, post.ref),
-        post.in_list == hook_effect(resolve_hook(hook)(machine, t), pre.in_list),
+        post.in_list
+        == hook_effect(
+            resolve_hook(hook)(machine, t), pre.in_list, machine.spec(t.target).resident
+        ),
     )
 
 

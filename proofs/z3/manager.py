@@ -15,11 +15,15 @@ relation over a batch of keys (`proofs.z3.manager_ops`), built from the table.
   and slots and any batch of up to B keys, the post-state satisfies the invariant
   (`listed ⇔ READY` and the block invariants for every key; slots owned injectively;
   the free stack; fresh ⊎ free ⊎ owned) and the operation's claims hold (a rejected
-  call changes nothing; slots never run out; victims are READY and no input key;
-  each counter changes by the change of its count). Bounded in the batch only.
+  call changes nothing; an accepted call's keys are distinct; slots never run out;
+  victims are READY and no input key; each counter changes by the change of its
+  count). For every batch length (`proofs.z3.manager_fold`, the fold lemma) for
+  every operation but `prepare_store`, which is proved for batches of up to B keys
+  and searched at B + 1 in a finite world; `reset_cache` takes no batch.
 * `manager.nonvacuity` -- every branch of every operation (each rejection, an
-  eviction, a None return, an ignored key, duplicates) happens from some state
-  satisfying the invariant, so no claim above holds vacuously.
+  eviction, a None return, an ignored key, duplicates, an accepted call of B
+  distinct keys that all act) happens from some state satisfying the invariant, so
+  no claim above holds vacuously.
 * `manager.rows` -- every row of the table fires in some operation from some state
   satisfying the invariant: a row the manager can never execute is a dead row.
 
@@ -30,6 +34,7 @@ may patch a broken one in); the invariant is always the reference table's.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import z3
@@ -41,6 +46,7 @@ from evictable.proofs.base.records import (
     proved,
     refuted,
 )
+from evictable.proofs.z3.manager_fold import check_fold, folds
 from evictable.proofs.z3.manager_ops import (
     MANAGER,
     OPS,
@@ -49,12 +55,10 @@ from evictable.proofs.z3.manager_ops import (
     choice,
     relation,
 )
+from evictable.proofs.z3.manager_render import render_key, render_stack, render_step, value
 from evictable.proofs.z3.manager_state import (
-    REFERENCE,
-    SS,
     UNBOUNDED,
     BoundedWorld,
-    MState,
     World,
     initial_facts,
     invariant,
@@ -63,82 +67,39 @@ from evictable.proofs.z3.solver import check, solver, unknown, z3_valid
 
 __all__ = [
     "BATCH",
-    "WITNESS_WORLD",
+    "SEARCH_BATCH",
     "check_consecution",
     "check_initiation",
     "check_nonvacuity",
     "check_rows",
     "consecution_query",
+    "counterexample_world",
     "decide",
+    "render_key",
     "render_step",
     "search_consecution",
+    "unbounded_in_batch",
+    "witness_world",
 ]
 
 BATCH: dict[str, int] = {"quick": 2, "default": 3, "thorough": 4}
 """B, the most keys in one call, per level (keys and slots are unbounded)."""
 
-WITNESS_WORLD = BoundedWorld(keys=3, slots=2)
-"""Where satisfiability witnesses are sought (a witness anywhere is a witness)."""
+
+def witness_world(batch: int) -> BoundedWorld:
+    """Where satisfiability witnesses for calls of up to `batch` keys are sought (a
+    witness anywhere is a witness): room for the batch and one key more, a slot per
+    batch key."""
+    return BoundedWorld(keys=batch + 1, slots=batch)
+
+
+def unbounded_in_batch(op: str, variant: Variant = MANAGER) -> bool:
+    """`manager.consecution.<op>` holds for every batch length when proved: the fold
+    lemma covers it, or it takes no batch (`reset_cache`)."""
+    return op == "reset_cache" or folds(op, variant)
+
 
 Term = Any
-
-
-# ------------------------------------------------------------------ rendering
-
-
-def _val(model: Any, term: Term) -> Any:
-    return model.eval(term, model_completion=True)
-
-
-def _state_name(model: Any, term: Term) -> str:
-    return SS.decode(_val(model, term)).name
-
-
-def _key_names(model: Any, world: World) -> Callable[[Term], str]:
-    seen: dict[str, str] = {}
-
-    def name(key: Term) -> str:
-        if world.bounded:
-            return f"k{world.key_index(model, key)}"
-        text = str(_val(model, key))
-        return seen.setdefault(text, f"k{len(seen)}")
-
-    return name
-
-
-def _stack(model: Any, m: MState) -> list[int]:
-    height = _val(model, m.sp).as_long()
-    return [_val(model, m.stack(i)).as_long() for i in range(max(0, min(height, 8)))]
-
-
-def render_key(model: Any, m: MState, key: Term) -> str:
-    """One key as `model` assigns it: `READY(ref 0, listed, slot 1)`, `ABSENT`."""
-    state = SS.decode(_val(model, m.state(key)))
-    listed = ", listed" if z3.is_true(_val(model, m.listed(key))) else ""
-    if not REFERENCE.spec(state).resident:
-        return f"{state.name}{listed}"
-    return f"{state.name}(ref {_val(model, m.ref(key))}{listed}, slot {_val(model, m.slot(key))})"
-
-
-def render_step(model: Any, world: World, step: Step) -> str:
-    """The call as `model` assigns it: each acting key before and after, then the slots
-    and counters before and after."""
-    name = _key_names(model, world)
-    parts: dict[str, str] = {}
-    for a in step.actors:
-        if z3.is_true(_val(model, a.active)):
-            who = name(a.key)
-            before = parts.get(who, f"{who}: {render_key(model, step.pre, a.key)}")
-            parts[who] = before.split(" -> ")[0] + f" -> {render_key(model, step.post, a.key)}"
-    pre, post = step.pre, step.post
-    head = "rejected" if z3.is_true(_val(model, step.rejected)) else "accepted"
-    return (
-        f"{step.op} ({head}): {'; '.join(parts.values()) or 'no key acts'}; "
-        f"high_water {_val(model, pre.hw)} -> {_val(model, post.hw)}, "
-        f"free stack {_stack(model, pre)} -> {_stack(model, post)}, "
-        f"num_evictable {_val(model, pre.num_evictable)} -> {_val(model, post.num_evictable)}, "
-        f"num_pending {_val(model, pre.num_pending)} -> {_val(model, post.num_pending)}"
-    )
 
 
 # ------------------------------------------------------------------ checks
@@ -162,10 +123,13 @@ Query = tuple[dict[str, Term], list[Term], Callable[[Any], str]]
 """A claim set, its assumptions, and how to render a counterexample model."""
 
 
-def counterexample_world(batch: int) -> BoundedWorld:
-    """A finite world for counterexamples to calls of up to `batch` keys: room for the
-    batch, a victim and one key more, and two slots."""
-    return BoundedWorld(keys=batch + 2, slots=2)
+def counterexample_world(batch: int, slots: int | None = None) -> BoundedWorld:
+    """A finite world for counterexamples to calls of up to `batch` keys: (unless
+    given) a slot per batch key and one more; room for the batch, a victim and one key
+    more, and at least one key more than slots (so every slot can be owned while a key
+    is absent: an eviction is possible)."""
+    n = batch + 1 if slots is None else slots
+    return BoundedWorld(keys=max(batch + 2, n + 1), slots=n)
 
 
 def _search(query: Query, backstop_s: float) -> Outcome | None:
@@ -189,22 +153,42 @@ Make = Callable[[World, int], Query]
 """Builds a check's query in a world, for calls of up to the given number of keys."""
 
 
-def decide(make: Make, batch: int, backstop_s: float) -> Outcome:
-    """One strategy, bounded by work alone: search a small finite world for a
-    counterexample (calls of one key: quantifier-free, so Z3 answers fast and the
-    model names the failing claims); if there is none, prove the claim in the
-    unbounded world (where a counterexample that needs a longer batch shows as one
-    too). Each query runs under the rlimit.
+def decide(
+    make: Make,
+    batch: int,
+    backstop_s: float,
+    lemma: Callable[[float], Outcome] | None = None,
+    search_batch: int | None = None,
+) -> Outcome:
+    """One strategy, bounded by work alone: search a finite world for a counterexample
+    (quantifier-free, so Z3 answers fast and the model names the failing claims) with
+    calls of up to `search_batch` keys (default `batch`), in a world of `batch + 1`
+    slots (`counterexample_world`); if there is none, prove the claim -- by `lemma`
+    (for every batch length) when given, else in the unbounded world for calls of up
+    to `batch` keys (where a counterexample that needs a longer batch than the search's
+    shows too, by its failing claims). Each query runs under the rlimit.
 
     A counterexample in a finite world is one in the unbounded world too: its keys
     and slots are some of the unboundedly many, the others absent and fresh. (A finite
     world's own clauses -- counts, capacity -- are assumed there, not claimed.)
     """
-    found = _search(make(counterexample_world(1), 1), backstop_s)
+    sb = batch if search_batch is None else search_batch
+    found = _search(make(counterexample_world(sb, batch + 1), sb), backstop_s)
     if found is not None:
         return found
+    if lemma is not None:
+        return lemma(backstop_s)
     claims, assumptions, _ = make(UNBOUNDED, batch)
     return _failed_claims(claims, assumptions, backstop_s)
+
+
+SEARCH_BATCH = 1
+"""The finite search of a consecution claim uses calls of this many keys (in a world
+of B + 1 slots): at B keys it costs 15-80 s a query on this machine (complete_store
+.failure, prepare_store). It is the fast path to a readable counterexample only; the
+proof covers every batch length (the fold lemma, which searches a finite world of its
+own first) or, for prepare_store, B keys in the unbounded world, which names the
+failing claims of a longer call."""
 
 
 def _initiation_query(machine: Machine, world: World) -> Query:
@@ -212,8 +196,8 @@ def _initiation_query(machine: Machine, world: World) -> Query:
 
     def describe(model: Any) -> str:
         return (
-            f"initial state: high_water {_val(model, m.hw)}, free stack {_stack(model, m)}, "
-            f"capacity {_val(model, m.cap)}"
+            f"initial state: high_water {value(model, m.hw)}, free stack {render_stack(model, m)}, "
+            f"capacity {value(model, m.cap)}"
         )
 
     return invariant(world, m, not world.bounded), initial_facts(world, m, machine), describe
@@ -221,7 +205,7 @@ def _initiation_query(machine: Machine, world: World) -> Query:
 
 def check_initiation(machine: Machine, backstop_s: float) -> Outcome:
     """A fresh manager (every key initial, every slot fresh, counters 0) satisfies Inv."""
-    return decide(lambda w, _b: _initiation_query(machine, w), 1, backstop_s)
+    return decide(lambda w, _b: _initiation_query(machine, w), 0, backstop_s)
 
 
 def consecution_query(
@@ -260,12 +244,17 @@ def check_consecution(
     backstop_s: float,
     variant: Variant = MANAGER,
 ) -> Outcome:
-    """`op` keeps the invariant and its own claims, from any state satisfying it."""
-    return decide(
-        lambda w, b: consecution_query(machine, op, b, variant, w),
-        batch,
-        backstop_s,
-    )
+    """`op` keeps the invariant and its own claims, from any state satisfying it: for
+    every batch length where `unbounded_in_batch` says so, else for batches of up to
+    `batch` keys and searched at `batch + 1` (`decide`)."""
+
+    def make(w: World, b: int) -> Query:
+        return consecution_query(machine, op, b, variant, w)
+
+    if folds(op, variant):
+        lemma = partial(check_fold, machine, op, variant=variant)
+        return decide(make, batch, backstop_s, lemma, SEARCH_BATCH)
+    return decide(make, batch, backstop_s, search_batch=SEARCH_BATCH)
 
 
 class _Witnesses:
@@ -302,9 +291,11 @@ def check_nonvacuity(
     batch: int,
     backstop_s: float,
     variant: Variant = MANAGER,
-    world: World = WITNESS_WORLD,
+    world: World | None = None,
 ) -> Outcome:
-    """Every branch of every operation but its row firings (`check_rows`) has a witness."""
+    """Every branch of every operation but its row firings (`check_rows`) has a witness
+    (among them an accepted call of `batch` distinct keys that all act)."""
+    world = world if world is not None else witness_world(batch)
     for step, premises in _witness_steps(machine, batch, variant, world):
         witnesses = _Witnesses(premises, backstop_s)
         for name, branch in step.branches.items():
@@ -326,9 +317,10 @@ def check_rows(
     batch: int,
     backstop_s: float,
     variant: Variant = MANAGER,
-    world: World = WITNESS_WORLD,
+    world: World | None = None,
 ) -> Outcome:
     """Every row of `machine` fires in some operation from a state satisfying Inv."""
+    world = world if world is not None else witness_world(batch)
     witnessed: set[str] = set()
     undecided: list[str] = []
     for step, premises in _witness_steps(machine, batch, variant, world):

@@ -43,17 +43,32 @@ bug of `proofs.controls` restated as a relation); the default is the manager.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import z3
 
-from evictable.model.lifecycle import CpuEvent, CpuState, Machine, State, Transition
-from evictable.proofs.z3.counter_rules import CallCounts, CounterRule, counters_after
-from evictable.proofs.z3.encode import BlockTerms, HookFn, transition_label, transition_term
+from evictable.model.lifecycle import CpuEvent, CpuState, Machine
+from evictable.proofs.z3.counter_rules import CallCounts
+from evictable.proofs.z3.encode import BlockTerms, transition_label, transition_term
+from evictable.proofs.z3.manager_call import (
+    MANAGER,
+    OPS,
+    Actor,
+    Choice,
+    Step,
+    Variant,
+    choice,
+    event_of,
+    fires,
+    matches,
+    rejects,
+    rows,
+)
 from evictable.proofs.z3.manager_state import (
     REFERENCE,
     SS,
+    Fn,
     MState,
     World,
     block,
@@ -62,11 +77,14 @@ from evictable.proofs.z3.manager_state import (
 )
 
 __all__ = [
+    "MANAGER",
     "OPS",
     "Actor",
     "Choice",
+    "Fold",
     "Step",
     "Variant",
+    "acting",
     "choice",
     "event_of",
     "relation",
@@ -74,161 +92,69 @@ __all__ = [
 
 Term = Any
 
-OPS: tuple[str, ...] = (
-    "prepare_store",
-    "complete_store.success",
-    "complete_store.failure",
-    "prepare_load",
-    "complete_load",
-    "touch",
-    "reset_cache",
-)
-"""The public operations that change state (`lookup` and `take_events` do not)."""
-
-_EVENT: dict[str, CpuEvent] = {
-    "prepare_store": CpuEvent.STORE_BEGIN,
-    "complete_store.success": CpuEvent.STORE_COMMIT,
-    "complete_store.failure": CpuEvent.STORE_ABORT,
-    "prepare_load": CpuEvent.LOAD_BEGIN,
-    "complete_load": CpuEvent.LOAD_END,
-    "touch": CpuEvent.TOUCH,
-    "reset_cache": CpuEvent.RESET,
-}
-"""The event each operation sends to the keys it is given (or, for reset, holds)."""
-
-
-def event_of(op: str) -> CpuEvent:
-    """The event `op` sends to its keys (`OPS` names the operations)."""
-    return _EVENT[op]
-
-
-@dataclass(frozen=True)
-class Variant:
-    """A manager relation with one deliberate mistake (the default has none)."""
-
-    hook: HookFn | None = None
-    """A broken hook derivation (None: the table's `derive_hook`)."""
-    keeps_slot_on: frozenset[str] = frozenset()
-    """Operations whose keys leave residency without pushing their slot."""
-    protects_input: bool = True
-    atomic: bool = True
-    """False: `prepare_load` / `complete_load` handle their keys one call at a time."""
-    touch_lists: bool = False
-    """True: `touch` puts every resident key it is given in the evictable list."""
-    reset_clears_stack: bool = True
-    victims_listed: bool = True
-    """False: the policy's victims are keys that are *not* listed (a vacuous control)."""
-    counters: CounterRule = field(default=lambda op, ne, np_, n: counters_after(op, ne, np_, n))
-    """How the counters are updated (`counters_after`, or a rule that forgets an update)."""
-    ignores_free_stack: bool = False
-    """True: `prepare_store` counts only fresh slots as free, so it evicts although
-    freed slots exist (a drifted relation: the code reuses the freed slots)."""
-
-
-MANAGER = Variant()
-
-
-@dataclass(frozen=True)
-class Choice:
-    """An operation's free inputs: up to B batch keys (the first `n` are the batch),
-    the policy's candidate victims, and whether the policy supplied them."""
-
-    keys: tuple[Term, ...]
-    n: Term
-    victims: tuple[Term, ...]
-    supplied: Term
-
-
-def choice(world: World, prefix: str, batch: int) -> tuple[Choice, list[Term]]:
-    """Fresh inputs for one call with at most `batch` keys, and their range facts."""
-    keys = tuple(world.key(f"{prefix}.key{i}") for i in range(batch))
-    victims = tuple(world.key(f"{prefix}.victim{j}") for j in range(batch))
-    n = z3.Int(f"{prefix}.n")
-    facts = [n >= 0, n <= batch, *[world.key_facts(k) for k in keys + victims]]
-    return Choice(keys, n, victims, z3.Bool(f"{prefix}.supplied")), facts
-
-
-@dataclass(frozen=True)
-class Actor:
-    """One key acting in a call: its event, whether it acts, and the rows it may fire."""
-
-    key: Term
-    event: CpuEvent
-    active: Term
-    pre: BlockTerms
-    post: BlockTerms
-    fired: tuple[tuple[Transition, Term], ...]
-    slot_before: Term
-    slot_after: Term
-
-
-@dataclass
-class Step:
-    """One call as a relation (see the module docstring)."""
-
-    op: str
-    pre: MState
-    post: MState
-    facts: list[Term]
-    rejected: Term
-    actors: list[Actor]
-    branches: dict[str, Term] = field(default_factory=dict)
-    claims: dict[str, Term] = field(default_factory=dict)
-    duplicate: Term = field(default_factory=lambda: z3.BoolVal(False))
-    """The call repeats a key (and is refused for it)."""
-    refused: tuple[Term, ...] = ()
-    """Per batch position: the table refuses that key's event (input order)."""
-
-
-# ------------------------------------------------------------------ one key, one event
-
-
-def _rows(machine: Machine, event: CpuEvent) -> list[Transition]:
-    return [t for t in machine.transitions if t.event is event]
-
-
-def _matches(machine: Machine, event: CpuEvent, b: BlockTerms) -> list[tuple[Transition, Term]]:
-    """Each row of `event` with the condition that it is the first to match `b`."""
-    out: list[tuple[Transition, Term]] = []
-    earlier: Term = z3.BoolVal(False)
-    for t in _rows(machine, event):
-        guard = t.guard.holds(b.ref)  # polymorphic: True, or a Z3 term
-        here = z3.And(b.state == SS.consts[t.source], z3.BoolVal(guard) if guard is True else guard)
-        out.append((t, z3.And(here, z3.Not(earlier))))
-        earlier = z3.Or(earlier, here)
-    return out
-
-
-def _fires(machine: Machine, event: CpuEvent, b: BlockTerms) -> Term:
-    return z3.Or(*[c for _, c in _matches(machine, event, b)], False)
-
-
-def _ignored(machine: Machine, event: CpuEvent, b: BlockTerms) -> Term:
-    return z3.Or(*[b.state == SS.consts[s] for s, e in machine.ignored if e is event], False)
-
-
-def _rejects(machine: Machine, event: CpuEvent, b: BlockTerms) -> Term:
-    """The table refuses `event` for `b`: no row fires and the pair is not ignored
-    (a rejection, or a pair the table forgot, which `step` refuses too)."""
-    return z3.And(z3.Not(_fires(machine, event, b)), z3.Not(_ignored(machine, event, b)))
-
-
 # ------------------------------------------------------------------ the fold
 
 
+def _counted(op: str, event: CpuEvent, active: Term, before: BlockTerms) -> dict[str, Term]:
+    """What one acting key adds to the call's counts (`CallCounts`), from its state
+    before the call (`impl/manager.py` counts the same keys: the victims, the keys
+    stored or acted on, the keys a load takes from ref 0 or brings back to it)."""
+    if event is CpuEvent.EVICT:
+        return {"victims": active}
+    if event is CpuEvent.STORE_BEGIN:
+        return {"stored": active}
+    if op.startswith("complete_store"):
+        return {"acted": active}
+    if event is CpuEvent.LOAD_BEGIN:
+        return {"pinned": z3.And(active, before.ref == 0)}
+    if event is CpuEvent.LOAD_END:
+        return {"unpinned": z3.And(active, before.ref == 1)}
+    return {}
+
+
+def _zero_counts() -> CallCounts:
+    return CallCounts(*(z3.IntVal(0) for _ in fields(CallCounts)))
+
+
 @dataclass
-class _Fold:
-    """The intermediate state while a call's keys act, one after the other."""
+class Fold:
+    """The intermediate state while a call meets its keys and they act, one after the
+    other: the manager state so far (`cur`); the keys met so far (`seen`) and whether
+    one of them refuses the call (`rejected`: a duplicate or a key the table rejects,
+    judged on the call's pre-state); what the acting keys add to the counts; per
+    counter, the change of its count so far (`ghost`: each step changes one key, so
+    the sum of the steps' changes is the change of the count); and whether a key found
+    no slot (`exhausted`). `relation` unrolls it over a bounded batch; the fold lemma
+    (`proofs.z3.manager_fold`) takes one step of it from any intermediate state."""
 
     world: World
     machine: Machine
     variant: Variant
     op: str
+    pre: MState
     cur: MState
     prefix: str
+    seen: Fn
+    rejected: Term = field(default_factory=lambda: z3.BoolVal(False))
+    duplicated: Term = field(default_factory=lambda: z3.BoolVal(False))
+    counts: CallCounts = field(default_factory=_zero_counts)
+    ghost: dict[str, Term] = field(
+        default_factory=lambda: {name: z3.IntVal(0) for name in REFERENCE.counters}
+    )
     facts: list[Term] = field(default_factory=list)
     actors: list[Actor] = field(default_factory=list)
     exhausted: Term = field(default_factory=lambda: z3.BoolVal(False))
+
+    def meet(self, key: Term, in_batch: Term, event: CpuEvent, position: Term) -> Term:
+        """Validate the key at `position` (before any key acts): a duplicate of a key
+        met before it (not for `touch`, which takes duplicates) or a key the table
+        rejects refuses the whole call. Returns whether the table rejects this key."""
+        dup = z3.BoolVal(False) if self.op == "touch" else _duplicates(self.seen, key, position)
+        refused = z3.And(in_batch, rejects(self.machine, event, block(self.pre, key)))
+        self.duplicated = z3.Or(self.duplicated, z3.And(in_batch, dup))
+        self.rejected = z3.Or(self.rejected, z3.And(in_batch, dup), refused)
+        self.seen = self.seen.set(key, z3.BoolVal(True), in_batch)
+        return refused
 
     def act(self, key: Term, active: Term, event: CpuEvent) -> None:
         """`key` takes its row for `event` (when `active`), with the slot effects."""
@@ -240,9 +166,9 @@ class _Fold:
             z3.Int(f"{self.prefix}.a{i}.ref"),
             z3.Bool(f"{self.prefix}.a{i}.listed"),
         )
-        matches = [(t, z3.And(active, c)) for t, c in _matches(machine, event, pre)]
-        moved = z3.Or(*[c for _, c in matches], False)
-        for t, c in matches:
+        fired = [(t, z3.And(active, c)) for t, c in matches(machine, event, pre)]
+        moved = z3.Or(*[c for _, c in fired], False)
+        for t, c in fired:
             self.facts.append(
                 z3.Implies(c, transition_term(machine, t, pre, post, self.variant.hook))
             )
@@ -256,8 +182,8 @@ class _Fold:
         def res(s: Any) -> bool:
             return machine.spec(s).resident
 
-        enter = z3.Or(*[c for t, c in matches if not res(t.source) and res(t.target)], False)
-        leave = z3.Or(*[c for t, c in matches if res(t.source) and not res(t.target)], False)
+        enter = z3.Or(*[c for t, c in fired if not res(t.source) and res(t.target)], False)
+        leave = z3.Or(*[c for t, c in fired if res(t.source) and not res(t.target)], False)
         slot_before = cur.slot(key)
         stack, pos, sp, hw = cur.stack, cur.pos, cur.sp, cur.hw
         if self.op not in self.variant.keeps_slot_on:
@@ -282,8 +208,17 @@ class _Fold:
             sp=sp,
             hw=hw,
         )
+        adds = _counted(self.op, event, active, block(self.pre, key))
+        self.counts = replace(
+            self.counts,
+            **{f: getattr(self.counts, f) + z3.If(c, 1, 0) for f, c in adds.items()},
+        )
+        for name, state in REFERENCE.counters.items():
+            s = SS.consts[state]
+            change = z3.If(self.cur.state(key) == s, 1, 0) - z3.If(cur.state(key) == s, 1, 0)
+            self.ghost[name] = self.ghost[name] + change
         self.actors.append(
-            Actor(key, event, active, pre, post, tuple(matches), slot_before, slot_fn(key))
+            Actor(key, event, active, pre, post, tuple(fired), slot_before, slot_fn(key))
         )
 
 
@@ -291,12 +226,20 @@ def _count(xs: list[Term]) -> Term:
     return z3.Sum([z3.If(x, 1, 0) for x in xs]) if xs else z3.IntVal(0)
 
 
-def _duplicates(c: Choice) -> Term:
-    b = len(c.keys)
-    return z3.Or(
-        *[z3.And(j < c.n, c.keys[i] == c.keys[j]) for i in range(b) for j in range(i + 1, b)],
-        False,
-    )
+def _duplicates(seen: Fn, key: Term, position: Term) -> Term:
+    """The key at `position` repeats a key met before it (`seen`)."""
+    del position  # every position is compared
+    return seen(key)
+
+
+def acting(op: str, machine: Machine, pre: MState, key: Term, in_batch: Term, goes: Term) -> Term:
+    """Whether a key of an accepted (`goes`) call acts: `complete_store` acts on the
+    keys whose row fires (the PENDING ones) and ignores the others; `prepare_load`,
+    `complete_load` and `touch` act on every key. (`prepare_store` decides per key in
+    `relation`: the absent keys, after the victims.)"""
+    if op.startswith("complete_store"):
+        return z3.And(goes, in_batch, fires(machine, event_of(op), block(pre, key)))
+    return z3.And(goes, in_batch)
 
 
 # ------------------------------------------------------------------ the operations
@@ -314,28 +257,26 @@ def relation(
     """The relation of `op` from `pre` with inputs `c` (see the module docstring)."""
     if op == "reset_cache":
         return _reset(world, machine, pre, prefix, variant)
-    fold = _Fold(world, machine, variant, op, pre, prefix)
-    event = _EVENT[op]
+    fold = Fold(world, machine, variant, op, pre, pre, prefix, world.no_keys())
+    event = event_of(op)
     batch = len(c.keys)
     in_batch = [c.n > i for i in range(batch)]
     blocks = [block(pre, k) for k in c.keys]
-    refused = [z3.And(in_batch[i], _rejects(machine, event, blocks[i])) for i in range(batch)]
-    dup = z3.BoolVal(False) if op == "touch" else _duplicates(c)
+    refused = [fold.meet(k, in_batch[i], event, i) for i, k in enumerate(c.keys)]
     branches: dict[str, Term] = {}
     claims: dict[str, Term] = {}
-    counts = CallCounts()
     if op == "prepare_store":
-        to_store = [z3.And(in_batch[i], _fires(machine, event, blocks[i])) for i in range(batch)]
+        to_store = [z3.And(in_batch[i], fires(machine, event, blocks[i])) for i in range(batch)]
         count = _count(to_store)
         free = pre.cap - pre.hw + (0 if variant.ignores_free_stack else pre.sp)
         need = count - free
         wanted = z3.If(need > 0, need, 0)
         use = [z3.And(need > 0, c.supplied, j < wanted) for j in range(batch)]
         victim_refused = [
-            z3.And(use[j], _rejects(machine, CpuEvent.EVICT, block(pre, v)))
+            z3.And(use[j], rejects(machine, CpuEvent.EVICT, block(pre, v)))
             for j, v in enumerate(c.victims)
         ]
-        rejected = z3.Or(dup, *refused, *victim_refused)
+        rejected = z3.Or(fold.rejected, *victim_refused)
         goes = z3.And(z3.Not(rejected), count > 0, z3.Or(need <= 0, c.supplied))
         for j, v in enumerate(c.victims):
             ok = [v != c.victims[i] for i in range(j)]
@@ -350,8 +291,6 @@ def relation(
             fold.act(v, z3.And(goes, use[j]), CpuEvent.EVICT)
         for i, k in enumerate(c.keys):
             fold.act(k, z3.And(goes, to_store[i]), event)
-        evicted = _count([z3.And(goes, u) for u in use])
-        counts = CallCounts(victims=evicted, stored=z3.If(goes, count, 0))
         victims = fold.actors[:batch]
         claims["victims_accepted_by_the_table"] = z3.Not(z3.Or(*victim_refused, False))
         claims["victims_are_ready"] = conj(
@@ -370,60 +309,77 @@ def relation(
             z3.Not(rejected), count > 0, need > 0, z3.Not(c.supplied)
         )
         branches["nothing to store"] = z3.And(z3.Not(rejected), c.n > 0, count == 0)
-    elif op.startswith("complete_store"):
-        acted = [z3.And(in_batch[i], _fires(machine, event, blocks[i])) for i in range(batch)]
-        rejected = z3.Or(dup, *refused)
+    else:
+        rejected = fold.rejected
         goes = z3.Not(rejected)
         for i, k in enumerate(c.keys):
-            fold.act(k, z3.And(goes, acted[i]), event)
-        counts = CallCounts(acted=z3.If(goes, _count(acted), 0))
-        branches["ignores a key"] = z3.And(
-            goes, z3.Or(*[z3.And(in_batch[i], z3.Not(acted[i])) for i in range(batch)], False)
-        )
-    else:
-        rejected = z3.Or(dup, *refused)
-        for i, k in enumerate(c.keys):
-            if variant.atomic:
-                active = z3.And(in_batch[i], z3.Not(rejected))
+            if variant.atomic or op not in ("prepare_load", "complete_load"):
+                active = acting(op, machine, pre, k, in_batch[i], goes)
             else:  # key by key: the keys before the first refused one stay changed
-                active = z3.And(in_batch[i], z3.Not(dup), z3.Not(z3.Or(*refused[: i + 1])))
+                active = z3.And(
+                    in_batch[i], z3.Not(fold.duplicated), z3.Not(z3.Or(*refused[: i + 1]))
+                )
             fold.act(k, active, event)
-        acting = [a.active for a in fold.actors]
-        counts = CallCounts(
-            pinned=_count([z3.And(x, b.ref == 0) for x, b in zip(acting, blocks, strict=True)]),
-            unpinned=_count([z3.And(x, b.ref == 1) for x, b in zip(acting, blocks, strict=True)]),
-        )
+        if op.startswith("complete_store"):
+            branches["ignores a key"] = z3.And(
+                goes,
+                z3.Or(
+                    *[
+                        z3.And(in_batch[i], z3.Not(fires(machine, event, blocks[i])))
+                        for i in range(batch)
+                    ],
+                    False,
+                ),
+            )
         if op == "touch" and variant.touch_lists:
             cur = fold.cur
             listed = cur.listed
-            for x, k in zip(acting, c.keys, strict=True):
-                listed = listed.set(k, True, z3.And(x, resident(REFERENCE, pre.state(k))))
+            for a, k in zip(fold.actors, c.keys, strict=True):
+                listed = listed.set(k, True, z3.And(a.active, resident(REFERENCE, pre.state(k))))
             fold.cur = replace(cur, listed=listed)
-    ne, np_ = variant.counters(op, pre.num_evictable, pre.num_pending, counts)
+    ne, np_ = variant.counters(op, pre.num_evictable, pre.num_pending, fold.counts)
     post = replace(fold.cur, num_evictable=ne, num_pending=np_)
     step = Step(
-        op, pre, post, fold.facts, rejected, fold.actors, branches, claims, dup, tuple(refused)
+        op,
+        pre,
+        post,
+        fold.facts,
+        rejected,
+        fold.actors,
+        branches,
+        claims,
+        fold.duplicated,
+        tuple(refused),
     )
-    _common(step, machine, c, in_batch, dup, fold.exhausted)
+    _common(step, machine, c, in_batch, fold)
     return step
 
 
-def _common(
-    step: Step,
-    machine: Machine,
-    c: Choice,
-    in_batch: list[Term],
-    dup: Term,
-    exhausted: Term,
-) -> None:
+def _distinct(c: Choice) -> Term:
+    """The first `n` keys are pairwise distinct (stated apart from `_duplicates`)."""
+    b = len(c.keys)
+    return conj(
+        [z3.Implies(j < c.n, c.keys[i] != c.keys[j]) for i in range(b) for j in range(i + 1, b)]
+    )
+
+
+def _acted_all(step: Step, c: Choice) -> list[Term]:
+    """Every key of the call acted (its row fired): an accepted batch of B keys that
+    all do something, not one of ignored keys."""
+    event = event_of(step.op)
+    mine = [a for a in step.actors if a.event is event]
+    return [z3.Or(*[fc for _, fc in a.fired], False) for a in mine[: len(c.keys)]]
+
+
+def _common(step: Step, machine: Machine, c: Choice, in_batch: list[Term], fold: Fold) -> None:
     """The branches and claims every fold operation has."""
-    event = _EVENT[step.op]
-    for t in _rows(machine, event):
+    event = event_of(step.op)
+    for t in rows(machine, event):
         step.branches[f"fires {transition_label(t)}"] = z3.Or(
             *[fc for a in step.actors if a.event is event for tt, fc in a.fired if tt is t], False
         )
     if step.op == "prepare_store":
-        for t in _rows(machine, CpuEvent.EVICT):
+        for t in rows(machine, CpuEvent.EVICT):
             step.branches[f"fires {transition_label(t)}"] = z3.Or(
                 *[
                     fc
@@ -447,25 +403,16 @@ def _common(
                 ),
             )
     if step.op != "touch":
-        step.branches["rejects duplicate keys"] = dup
+        step.branches["rejects duplicate keys"] = z3.And(step.rejected, z3.Not(_distinct(c)))
+        step.claims["accepted_keys_distinct"] = z3.Implies(z3.Not(step.rejected), _distinct(c))
+    step.branches[f"accepts {len(c.keys)} distinct keys that all act"] = z3.And(
+        z3.Not(step.rejected), c.n == len(c.keys), _distinct(c), *_acted_all(step, c)
+    )
     step.claims["rejected_changes_nothing"] = z3.Implies(step.rejected, step.post.same_as(step.pre))
-    step.claims["slots_never_run_out"] = z3.Not(exhausted)
-    for name, state in REFERENCE.counters.items():
-        step.claims[f"{name}_tracks_count"] = _tracks(step, name, state)
-
-
-def _tracks(step: Step, name: str, state: State) -> Term:
-    """The counter changes by the change of #keys in `state` over the distinct keys
-    that acted (every other key is unchanged by construction)."""
-    target = SS.consts[state]
-    change = []
-    for i, a in enumerate(step.actors):
-        first = z3.And(a.active, *[z3.Implies(b.active, b.key != a.key) for b in step.actors[:i]])
-        before = z3.If(step.pre.state(a.key) == target, 1, 0)
-        after = z3.If(step.post.state(a.key) == target, 1, 0)
-        change.append(z3.If(first, after - before, 0))
-    delta = z3.Sum(change) if change else z3.IntVal(0)
-    return step.post.counter(name) - step.pre.counter(name) == delta
+    step.claims["slots_never_run_out"] = z3.Not(fold.exhausted)
+    for name in REFERENCE.counters:
+        change = step.post.counter(name) - step.pre.counter(name)
+        step.claims[f"{name}_tracks_count"] = change == fold.ghost[name]
 
 
 def _reset(world: World, machine: Machine, pre: MState, prefix: str, variant: Variant) -> Step:
@@ -476,19 +423,18 @@ def _reset(world: World, machine: Machine, pre: MState, prefix: str, variant: Va
     def res(k: Term) -> Term:
         return resident(machine, pre.state(k))
 
-    rejected = world.any_key(lambda k: z3.And(res(k), _rejects(machine, event, block(pre, k))))
+    rejected = world.any_key(lambda k: z3.And(res(k), rejects(machine, event, block(pre, k))))
     goes = z3.Not(rejected)
 
     def per_key(k: Term) -> Term:
         b, a = block(pre, k), block(post0, k)
         same = z3.And(a.state == b.state, a.ref == b.ref, a.in_list == b.in_list)
-        matches = _matches(machine, event, b)
-        moved = z3.And(goes, res(k), _fires(machine, event, b))
-        rows = [
+        moved = z3.And(goes, res(k), fires(machine, event, b))
+        taken = [
             z3.Implies(z3.And(goes, res(k), cond), transition_term(machine, t, b, a, variant.hook))
-            for t, cond in matches
+            for t, cond in matches(machine, event, b)
         ]
-        return z3.And(*rows, z3.Implies(z3.Not(moved), same))
+        return z3.And(*taken, z3.Implies(z3.Not(moved), same))
 
     counters = variant.counters("reset_cache", pre.num_evictable, pre.num_pending, CallCounts())
     post = replace(
@@ -504,12 +450,12 @@ def _reset(world: World, machine: Machine, pre: MState, prefix: str, variant: Va
     )
     facts = [world.all_keys(per_key)]
     step = Step("reset_cache", pre, post, facts, rejected, [])
-    for index, t in enumerate(_rows(machine, event)):
+    for index, t in enumerate(rows(machine, event)):
 
-        def fires(k: Term, index: int = index) -> Term:
-            return z3.And(goes, res(k), _matches(machine, event, block(pre, k))[index][1])
+        def fired_at(k: Term, index: int = index) -> Term:
+            return z3.And(goes, res(k), matches(machine, event, block(pre, k))[index][1])
 
-        step.branches[f"fires {transition_label(t)}"] = world.any_key(fires)
+        step.branches[f"fires {transition_label(t)}"] = world.any_key(fired_at)
     step.claims["rejected_changes_nothing"] = z3.Implies(rejected, post.same_as(pre))
     for name, state in REFERENCE.counters.items():
         target = SS.consts[state]

@@ -196,6 +196,8 @@ class World(Protocol):
     def any_key(self, body: Callable[[Term], Term]) -> Term: ...
     def all_slots(self, cap: Term, body: Callable[[Term], Term]) -> Term: ...
     def key_index(self, model: Any, key: Term) -> int: ...
+    def no_keys(self) -> Fn: ...
+    def key_set(self, name: str) -> Fn: ...
 
 
 class UnboundedWorld:
@@ -250,6 +252,14 @@ class UnboundedWorld:
     def key_index(self, model: Any, key: Term) -> int:
         text = str(model.eval(key, model_completion=True))
         return self._seen.setdefault(text, len(self._seen))
+
+    def no_keys(self) -> Fn:
+        """The empty set of keys (a key -> Bool array, false everywhere)."""
+        return ArrayFn(z3.K(self.sort, z3.BoolVal(False)))
+
+    def key_set(self, name: str) -> Fn:
+        """Any set of keys (a fresh key -> Bool array)."""
+        return ArrayFn(z3.Array(name, self.sort, z3.BoolSort()))
 
 
 UNBOUNDED = UnboundedWorld()
@@ -310,6 +320,18 @@ class BoundedWorld:
         if isinstance(key, int):
             return key
         return int(model.eval(key, model_completion=True).as_long())
+
+    def no_keys(self) -> Fn:
+        """The empty set of keys."""
+        if self.arrays:
+            return ArrayFn(z3.K(z3.IntSort(), z3.BoolVal(False)))
+        return VecFn(tuple(z3.BoolVal(False) for _ in range(self.keys)))
+
+    def key_set(self, name: str) -> Fn:
+        """Any set of keys."""
+        if self.arrays:
+            return ArrayFn(z3.Array(name, z3.IntSort(), z3.BoolSort()))
+        return VecFn(tuple(z3.Bool(f"{name}{i}") for i in range(self.keys)))
 
 
 # ------------------------------------------------------------------ the invariant

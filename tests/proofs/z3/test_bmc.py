@@ -44,9 +44,26 @@ TRACES = {
 @pytest.mark.parametrize("bug", sorted(TRACES))
 def test_a_seeded_bug_appears_as_a_shortest_trace(bug: str) -> None:
     variant = z3_bmc.SEEDED_VARIANTS(CPU_MACHINE)[bug]
-    outcome = bmc.bmc(z3_bmc.CONTROL, BACKSTOP_S, variant=variant)
+    outcome = bmc.bmc(z3_bmc.BOUNDS["quick"], BACKSTOP_S, variant=variant)
     assert outcome.status is Status.COUNTEREXAMPLE
     length, call, claim = TRACES[bug]
     text = outcome.counterexample
     assert text.startswith(f"a sequence of {length} breaks")
     assert call in text and claim in text and "1. prepare_store([" in text
+
+
+def test_the_control_runs_at_the_claims_own_bounds_at_every_level() -> None:
+    for level in ("quick", "default", "thorough"):
+        (ob,) = z3_bmc.obligations(level)
+        assert z3_bmc.BOUNDS[level].describe() in ob.negative_statement
+        assert z3_bmc.BOUNDS[level].depth >= 4  # the longest seeded bug needs 4 calls
+
+
+def test_the_default_bounds_find_a_missed_mark_evictable_on_load_end() -> None:
+    # The hand edit of issue 20: at the default bounds (depth 3 then) the control ran
+    # elsewhere and this seeded bug came back "holds" at the claim's own bounds.
+    variant = z3_bmc.SEEDED_VARIANTS(CPU_MACHINE)["missed_mark_evictable_on_load_end"]
+    outcome = bmc.bmc(z3_bmc.BOUNDS["default"], BACKSTOP_S, variant=variant)
+    assert outcome.status is Status.COUNTEREXAMPLE
+    assert outcome.counterexample.startswith("a sequence of 4 calls breaks")
+    assert "complete_load" in outcome.counterexample

@@ -6,12 +6,14 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+import z3
 
-from evictable.model.lifecycle import CPU_MACHINE, CpuEvent, CpuState
+from evictable.model.lifecycle import CPU_MACHINE, CpuEvent, CpuState, Hook
 from evictable.proofs.base.records import Kind, Status
 from evictable.proofs.controls import encodings
 from evictable.proofs.obligations import z3_manager
 from evictable.proofs.z3 import manager
+from evictable.proofs.z3.encode import hook_effect
 from evictable.proofs.z3.manager_ops import OPS, Variant
 from evictable.proofs.z3.manager_state import UNBOUNDED, invariant
 from tests.obligation_checks import BACKSTOP_S, assert_proved, refuted_control
@@ -28,7 +30,24 @@ def test_kinds_say_what_is_bounded() -> None:
     assert OBLIGATIONS["manager.initiation"].kind is Kind.UNBOUNDED
     for op in OPS:
         ob = OBLIGATIONS[f"manager.consecution.{op}"]
-        assert ob.kind is Kind.BOUNDED and "any number of keys and slots" in ob.bounds
+        if manager.unbounded_in_batch(op):
+            assert ob.kind is Kind.UNBOUNDED
+            assert "any number of keys" in ob.bounds and "batches of <=" not in ob.bounds
+        else:
+            b = manager.BATCH["quick"]
+            assert ob.kind is Kind.BOUNDED and f"(B = {b})" in ob.bounds
+
+
+def test_only_prepare_store_stays_bounded_in_the_batch() -> None:
+    bounded = [op for op in OPS if not manager.unbounded_in_batch(op)]
+    assert bounded == ["prepare_store"]
+
+
+def test_counterexample_worlds_have_a_slot_more_than_the_batch() -> None:
+    for b in manager.BATCH.values():
+        world = manager.counterexample_world(b)
+        assert world.slots >= b + 1 and world.keys > world.slots
+        assert f"{b} distinct keys" in OBLIGATIONS["manager.nonvacuity"].statement or b != 2
 
 
 def test_the_invariant_names_the_mission_claim_and_the_slot_partition() -> None:
@@ -104,3 +123,20 @@ def test_a_table_refusing_to_evict_ready_keys_is_caught_at_prepare_store() -> No
     outcome = manager.check_consecution(refusing, "prepare_store", 2, BACKSTOP_S)
     assert outcome.status is Status.COUNTEREXAMPLE
     assert "victims_accepted_by_the_table" in outcome.counterexample
+
+
+def test_drop_and_flag_off_are_different_list_effects() -> None:
+    listed = z3.Bool("listed")
+    assert z3.is_false(hook_effect(Hook.FLAG_OFF, listed, resident_after=True))
+    assert hook_effect(Hook.DROP, listed, resident_after=True) is listed  # no call: stays
+    assert z3.is_false(hook_effect(Hook.DROP, listed, resident_after=False))
+
+
+def test_a_resident_flip_classed_drop_is_caught_at_prepare_load() -> None:
+    variant = encodings.hook_misclassed_drop(
+        CPU_MACHINE, CpuEvent.LOAD_BEGIN, CpuState.READY, CpuState.LOADING
+    )
+    outcome = manager.check_consecution(CPU_MACHINE, "prepare_load", 2, BACKSTOP_S, variant)
+    assert outcome.status is Status.COUNTEREXAMPLE
+    assert "-> LOADING(ref 1, listed" in outcome.counterexample
+    assert "listed_iff_ready" in outcome.counterexample

@@ -97,6 +97,7 @@ class Oracle:
         self.ss = state_sort(machine)
         self._related: dict[tuple[Any, ...], bool] = {}
         self._rejected: dict[tuple[Any, ...], bool] = {}
+        self._fails: dict[tuple[Any, ...], str | None] = {}
 
     def related(
         self, pre: Phase, pre_in: bool, event: Event | None, post: Phase, post_in: bool
@@ -124,6 +125,14 @@ class Oracle:
         self, pre: Phase, pre_in: bool, event: Event | None, post: Phase, post_in: bool
     ) -> str | None:
         """Why (pre, event, post) is not a step of T, or a perturbed one is."""
+        key = (pre, pre_in, event, post, post_in)
+        if key not in self._fails:
+            self._fails[key] = self._step_fails(pre, pre_in, event, post, post_in)
+        return self._fails[key]
+
+    def _step_fails(
+        self, pre: Phase, pre_in: bool, event: Event | None, post: Phase, post_in: bool
+    ) -> str | None:
         label = "no event" if event is None else event.value
         if not self.related(pre, pre_in, event, post, post_in):
             return f"{label}: {pre} (listed {pre_in}) -> {post} (listed {post_in}) is not in T"

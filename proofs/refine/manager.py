@@ -65,7 +65,7 @@ from evictable.proofs.z3.manager_ops import MANAGER, Variant, event_of
 from evictable.proofs.z3.manager_state import SS
 from evictable.proofs.z3.solver import check, check_assumed, unknown
 
-__all__ = ["STATE_METHODS", "ManagerOracle", "op_name"]
+__all__ = ["STATE_METHODS", "ManagerOracle", "OracleCache", "op_name"]
 
 Term = Any
 
@@ -106,15 +106,33 @@ class _Call:
     post: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class OracleCache:
+    """What oracles of one relation (one machine, one variant) can share: the shapes
+    built, the functionality shown, the calls admitted. Pass one to several
+    `ManagerOracle`s of the same relation (the runs of one process) to build each
+    shape once."""
+
+    shapes: dict[tuple[str, int, int, int], Shape] = field(default_factory=dict)
+    admitted: set[tuple[Any, ...]] = field(default_factory=set)
+    functional: dict[tuple[str, int], str | None] = field(default_factory=dict)
+
+
 class ManagerOracle:
     """Judges concrete calls by `manager_ops.relation` (see the module docstring)."""
 
-    def __init__(self, machine: Machine = CPU_MACHINE, variant: Variant = MANAGER) -> None:
+    def __init__(
+        self,
+        machine: Machine = CPU_MACHINE,
+        variant: Variant = MANAGER,
+        cache: OracleCache | None = None,
+    ) -> None:
         self.machine = machine
         self.variant = variant
-        self._shapes: dict[tuple[str, int, int, int], Shape] = {}
-        self._admitted: set[tuple[Any, ...]] = set()
-        self._functional: dict[tuple[str, int], str | None] = {}
+        cache = cache if cache is not None else OracleCache()
+        self._shapes = cache.shapes
+        self._admitted = cache.admitted
+        self._functional = cache.functional
         self.calls = 0
         """Calls judged."""
         self.solved = 0
@@ -127,7 +145,7 @@ class ManagerOracle:
 
     @property
     def shapes(self) -> int:
-        """Shapes built (each shown functional once)."""
+        """Shapes built (in this oracle's cache, shared or not)."""
         return len(self._shapes)
 
     def functional(self, op: str, batch: int) -> str | None:

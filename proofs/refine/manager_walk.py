@@ -29,7 +29,7 @@ from evictable.proofs.base.protocol import Factory
 from evictable.proofs.base.records import Outcome, Status, proved, refuted
 from evictable.proofs.explore.coverage import Call, RecordingModel, edges
 from evictable.proofs.refine.bridges import Oracle, judge_counters, judge_keys
-from evictable.proofs.refine.manager import ManagerOracle
+from evictable.proofs.refine.manager import ManagerOracle, OracleCache
 from evictable.proofs.z3.manager_ops import MANAGER, Variant
 
 __all__ = ["Refinement", "check_refinement"]
@@ -80,11 +80,13 @@ def check_refinement(
     factory: Factory = CPUOffloadingManager,
     model: type[RecordingModel] = RecordingModel,
     variant: Variant = MANAGER,
+    cache: OracleCache | None = None,
 ) -> Outcome:
     """Every call on every reachable state within `bounds`, model and implementation
     (`factory`), is a step of the manager relation (`variant` of it), of the table
-    relation per key, and of the counter rule (see the module docstring)."""
-    judges = Refinement(ManagerOracle(model.machine, variant), Oracle(model.machine))
+    relation per key, and of the counter rule (see the module docstring). `cache`:
+    shapes shared with other runs of the same relation (`OracleCache`)."""
+    judges = Refinement(ManagerOracle(model.machine, variant, cache), Oracle(model.machine))
     walk = edges(bounds, judges.judge, model, factory)
     figures = f"{walk.states} states, {walk.transitions} calls; {judges.figures()}"
     if walk.failure is not None:

@@ -124,10 +124,10 @@ def _count(s: Any) -> int:
     return int(stats.get_key_value("rlimit count")) if "rlimit count" in keys else 0
 
 
-def check(s: Any, *assumptions: Any) -> Any:
-    """`s.check(*assumptions)`, its work recorded in the enclosing `work()` block."""
+def _recorded(s: Any, query: Callable[[], Any]) -> Any:
+    """Run `query` on `s`, its work recorded in the enclosing `work()` block."""
     before = _count(s)
-    result = s.check(*assumptions)
+    result = query()
     used = max(0, _count(s) - before)
     w = _WORK.get()
     if w is not None:
@@ -137,18 +137,18 @@ def check(s: Any, *assumptions: Any) -> Any:
     return result
 
 
+def check(s: Any, *assumptions: Any) -> Any:
+    """`s.check(*assumptions)`, its work recorded in the enclosing `work()` block."""
+    return _recorded(s, lambda: s.check(*assumptions))
+
+
 def check_assumed(s: Any, literals: Sequence[Any]) -> Any:
     """`check(s, *literals)` for Boolean literals already built (no casts: the cost of
     a call the refinement oracle makes thousands of times), its work recorded alike."""
-    before = _count(s)
     array = (z3.Ast * len(literals))(*[lit.as_ast() for lit in literals])
-    code = z3core.Z3_solver_check_assumptions(s.ctx.ref(), s.solver, len(literals), array)
-    used = max(0, _count(s) - before)
-    w = _WORK.get()
-    if w is not None:
-        w.queries += 1
-        w.used += used
-        w.peak = max(w.peak, used)
+    code = _recorded(
+        s, lambda: z3core.Z3_solver_check_assumptions(s.ctx.ref(), s.solver, len(literals), array)
+    )
     return z3.CheckSatResult(code)
 
 

@@ -226,9 +226,6 @@ class _Edges(Context):
         impl = self.factory(b.slots, b.policy, b.events > 0) if self.stepped else None
         return encode(first.snapshot(), True)[0], (first, impl)
 
-    in_flight: int | None = None
-    """The op being made, while one is (the engine names it if it hangs)."""
-
     @property
     def expansion_bound_s(self) -> float:
         """The engine's bound on one whole expansion: a backstop only. Every call of

@@ -303,10 +303,11 @@ class LockStep:
     def _flush_observed(self) -> None:
         """The observer's verdicts on the calls queued by the step (raises the first)."""
         queued, self._queued = self._queued, []
+        observer = self.observer
+        if observer is None:
+            return
         for label, side, method, args, kwargs, reply, before, after in queued:
-            if self.observer is None:
-                return
-            why = self.observer.step(side, method, args, kwargs, reply, before, after)
+            why = observer.step(side, method, args, kwargs, reply, before, after)
             if why is not None:
                 self._fail(f"{label}: {why}", Kind.STATE)
 

@@ -36,8 +36,13 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from evictable.model.errors import MirrorDivergenceError
-from evictable.model.types import Key, LookupResult, ManagerSnapshot, PrepareStoreOutput
-from evictable.proofs.adapters.vllm.manager import VllmManager, lru_manager, translate_events
+from evictable.model.types import Key, LookupResult, ManagerSnapshot
+from evictable.proofs.adapters.vllm.manager import (
+    VllmManager,
+    lru_manager,
+    translate_events,
+    translate_store,
+)
 from evictable.proofs.base.compare import Mismatch, Reply, describe
 from evictable.proofs.base.contract import Contract, resolve
 from evictable.proofs.base.cpu_contract import (
@@ -204,21 +209,11 @@ class MirroredManager:
 
     def prepare_store(self, keys: Collection[Key], req_context: ReqContext) -> Any:
         batch = list(keys)
-
-        def translate(out: Any) -> PrepareStoreOutput | None:
-            if out is None:
-                return None
-            return PrepareStoreOutput(
-                keys_to_store=list(out.keys_to_store),
-                slot_ids=[int(s) for s in out.store_spec.block_ids],
-                evicted_keys=list(out.evicted_keys),
-            )
-
         return self._mirror(
             "prepare_store",
             (batch,),
             lambda: self.vllm.prepare_store(batch, req_context),
-            translate,
+            translate_store,
         )
 
     def complete_store(

@@ -55,6 +55,7 @@ __all__ = [
     "lru_manager",
     "manager",
     "translate_events",
+    "translate_store",
 ]
 
 PLUGIN_MODULE = "evictable.vllm"
@@ -70,6 +71,18 @@ def translate_events(raw: Iterable[Any]) -> list[OffloadingEvent]:
         )
         for e in raw
     ]
+
+
+def translate_store(out: Any) -> PrepareStoreOutput | None:
+    """vLLM's `prepare_store` answer in the protocol's terms (None stays None): the
+    keys to store, the CPU slots its store spec names, the evicted keys."""
+    if out is None:
+        return None
+    return PrepareStoreOutput(
+        keys_to_store=list(out.keys_to_store),
+        slot_ids=[int(s) for s in out.store_spec.block_ids],
+        evicted_keys=list(out.evicted_keys),
+    )
 
 
 class VllmManager:
@@ -121,14 +134,7 @@ class VllmManager:
         return LookupResult[got.name]
 
     def prepare_store(self, keys: Collection[Key]) -> PrepareStoreOutput | None:
-        out = self._request("prepare_store", keys)
-        if out is None:
-            return None
-        return PrepareStoreOutput(
-            keys_to_store=list(out.keys_to_store),
-            slot_ids=[int(s) for s in out.store_spec.block_ids],
-            evicted_keys=list(out.evicted_keys),
-        )
+        return translate_store(self._request("prepare_store", keys))
 
     def complete_store(self, keys: Collection[Key], success: bool = True) -> None:
         self._request("complete_store", keys, success)

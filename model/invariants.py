@@ -18,13 +18,15 @@ Hypothesis machines, the explorer and `check_invariants()` in `impl` call.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from evictable.model.lifecycle import CPU_MACHINE, GPU_MACHINE, CpuState, Machine, State
 from evictable.model.types import (
     ArcPolicySnapshot,
+    BlockEntry,
     LruPolicySnapshot,
     ManagerSnapshot,
     evictable_view,
@@ -209,15 +211,19 @@ def _state_test(actual: State) -> Callable[[State], bool]:
     return lambda s: s is actual
 
 
+def _listed(in_list: AbstractSet[Hashable] | None, e: BlockEntry) -> bool:
+    """`e` is in the policy's evictable view (READY where the policy reports none)."""
+    return e.key in in_list if in_list is not None else e.state is CpuState.READY
+
+
 def block_views(snap: ManagerSnapshot) -> list[BlockView[bool, int]]:
     """Python views of every resident block (the list membership from the policy's
     evictable view, `types.evictable_view`; READY where the policy reports none)."""
     in_list = evictable_view(snap.policy)
-    views: list[BlockView[bool, int]] = []
-    for e in snap.blocks:
-        listed = e.key in in_list if in_list is not None else e.state is CpuState.READY
-        views.append(BlockView(is_state=_state_test(e.state), ref=e.ref_cnt, in_list=listed))
-    return views
+    return [
+        BlockView(is_state=_state_test(e.state), ref=e.ref_cnt, in_list=_listed(in_list, e))
+        for e in snap.blocks
+    ]
 
 
 # ---------------------------------------------------------------- snapshot level
@@ -287,11 +293,33 @@ def inv_arc_bounds(snap: ManagerSnapshot) -> bool:
     return len(p.b1) <= n and len(p.b2) <= n and 0 <= p.target <= n
 
 
+_VERDICTS: dict[tuple[tuple[BlockInvariant, ...], State, int, bool], bool] = {}
+"""Whether every block invariant holds of (state, ref, listed): the predicates read
+nothing else of a block, so their verdict on a triple is evaluated once (per set of
+predicates) and remembered."""
+
+
+def _block_holds(invs: tuple[BlockInvariant, ...], e: BlockEntry, listed: bool) -> bool:
+    """Every predicate of `invs` holds of `e` (the verdict remembered per triple)."""
+    try:
+        memo = (invs, e.state, e.ref_cnt, listed)
+        got = _VERDICTS.get(memo)
+    except TypeError:  # an unhashable ref count (a broken implementation's): judge it
+        memo, got = None, None
+    if got is None:
+        view = BlockView(is_state=_state_test(e.state), ref=e.ref_cnt, in_list=listed)
+        got = all(bool(inv(PY_LOGIC, view)) for inv in invs)
+        plain = type(e.ref_cnt) is int and type(e.state) is CpuState
+        if memo is not None and plain and len(_VERDICTS) < 4096:
+            _VERDICTS[memo] = got
+    return got
+
+
 def inv_blocks_hold(snap: ManagerSnapshot) -> bool:
     """Every block invariant holds for every resident block."""
-    return all(
-        bool(inv(PY_LOGIC, view)) for view in block_views(snap) for inv in BLOCK_INVARIANTS.values()
-    )
+    in_list = evictable_view(snap.policy)
+    invs = tuple(BLOCK_INVARIANTS.values())
+    return all(_block_holds(invs, e, _listed(in_list, e)) for e in snap.blocks)
 
 
 SNAPSHOT_INVARIANTS: dict[str, Callable[[ManagerSnapshot], bool]] = {

@@ -61,7 +61,7 @@ class Shape:
             f"ARC, {self.blocks} blocks: every order of {self.blocks - 1} idle records "
             f"coming back x every protected key x {'/'.join(map(str, self.victims))} "
             f"victims x {'/'.join(map(str, self.touched))} keys in T2 x "
-            f"{'with and without' if len(self.failed_first) > 1 else 'no'} failed "
+            f"{_failed_text(self.failed_first)} failed "
             f"eviction first ({self.count()} call sequences)"
         )
 
@@ -69,6 +69,13 @@ class Shape:
         n = self.blocks
         orders = n * len(list(itertools.permutations(range(n - 1))))
         return orders * n * len(self.victims) * len(self.touched) * len(self.failed_first)
+
+
+def _failed_text(failed_first: tuple[bool, ...]) -> str:
+    """How the family's sequences start their evictions, in words."""
+    if len(set(failed_first)) > 1:
+        return "with and without a"
+    return "a" if failed_first[0] else "no"
 
 
 def _k(i: int) -> bytes:

@@ -22,8 +22,11 @@ from evictable.proofs.explore.lazy_impl import lockstep_search
 from evictable.proofs.obligations import z3_lazy
 
 UNLINK_BOUNDS: dict[str, tuple[Bounds, ...]] = {
-    "quick": BOUNDS["quick"][:1],
-    "default": BOUNDS["quick"],
+    "quick": BOUNDS["quick"],
+    "default": (
+        *BOUNDS["quick"],
+        Bounds(num_blocks=3, window=1, hashes=("a",), max_ref=1, capacities=(0, 1)),
+    ),
     "thorough": BOUNDS["default"],
 }
 """Smaller bounds for the searches with a queue-level unlink (its states multiply)."""

@@ -29,6 +29,7 @@ from evictable.proofs.explore.coverage import RecordingModel
 from evictable.proofs.lockstep.conformance import run_conformance
 from evictable.proofs.refine.conformance import RefinementObserver
 from evictable.proofs.refine.manager import ManagerOracle, OracleCache
+from evictable.proofs.refine.manager_shape import FUNCTIONAL_BATCH
 from evictable.proofs.refine.manager_walk import check_refinement
 from evictable.proofs.z3.counter_rules import CallCounts, counters_after
 from evictable.proofs.z3.manager_ops import MANAGER, Variant
@@ -37,7 +38,7 @@ __all__ = ["BOUNDS", "obligations"]
 
 BOUNDS: dict[str, dict[Level, Bounds]] = {
     "lru": {
-        "quick": Bounds(slots=2, keys=3, max_ref=2, batch=2),
+        "quick": Bounds(slots=2, keys=3, max_ref=1, batch=2),
         "default": Bounds(slots=3, keys=4, max_ref=2, batch=2),
         "thorough": Bounds(slots=3, keys=5, max_ref=2, batch=3),
     },
@@ -113,22 +114,24 @@ def _claim(bounds: Bounds) -> Callable[[float], Outcome]:
     return lambda _backstop_s: check_refinement(bounds, cache=_CACHES["manager"])
 
 
-CONFORMANCE: dict[Level, tuple[int, int, int | None]] = {
-    "quick": (10, 20, 0),
-    "default": (30, 30, 0),
-    "thorough": (300, 60, None),
+CONFORMANCE: dict[Level, tuple[int, int, int | None, int]] = {
+    "quick": (10, 20, 0, 2),
+    "default": (30, 30, 0, FUNCTIONAL_BATCH),
+    "thorough": (300, 60, None, FUNCTIONAL_BATCH),
 }
-"""Examples x steps and seed of `refine.conformance.<policy>` (the relation judges
-every call, which costs more per step than the comparison of `conformance.*`)."""
+"""Examples x steps, seed and the longest call the relation judges (longer ones are
+left to the comparison and counted) of `refine.conformance.<policy>`: the relation
+judges every call, which costs more per step than the comparison of `conformance.*`,
+and each batch length up to the bound costs a functionality proof per operation."""
 
 
 def _conformance(
     policy: str, level: Level, variant: Variant = MANAGER, cache: OracleCache | None = None
 ) -> Callable[[], Outcome]:
-    examples, steps, seed = CONFORMANCE[level]
+    examples, steps, seed, max_batch = CONFORMANCE[level]
 
     def run() -> Outcome:
-        observer = RefinementObserver(ManagerOracle(variant=variant, cache=cache))
+        observer = RefinementObserver(ManagerOracle(variant=variant, cache=cache), max_batch)
         record = run_conformance(
             CPUOffloadingManager,
             policy,
@@ -165,7 +168,7 @@ def _every(controls: dict[str, Callable[[], Outcome]]) -> Callable[[float], Outc
 
 def obligations(level: Level) -> list[Obligation]:
     """`refine.manager.<policy>` and `refine.conformance.<policy>` at `level`."""
-    examples, steps, seed = CONFORMANCE[level]
+    examples, steps, seed, max_batch = CONFORMANCE[level]
     out = []
     for policy, by_level in BOUNDS.items():
         bounds = by_level[level]
@@ -209,7 +212,8 @@ def obligations(level: Level) -> list[Obligation]:
                 tags=("refine", "conformance"),
                 batch="refine.manager",
                 kind=Kind.TESTED,
-                bounds=f"{examples} examples x {steps} steps, seed {seed}, batches <= 4 keys",
+                bounds=f"{examples} examples x {steps} steps, seed {seed}, "
+                f"batches <= {max_batch} keys",
             )
         )
     return out

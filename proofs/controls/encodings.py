@@ -17,6 +17,7 @@ from evictable.impl.block import BlockStatus
 from evictable.impl.policies.arc import ARCCachePolicy
 from evictable.impl.policies.lru import LRUCachePolicy, unlink
 from evictable.impl.slots import SlotAllocator
+from evictable.model.errors import InvariantViolationError
 from evictable.model.lifecycle import CpuEvent, CpuState, Hook, Machine
 from evictable.model.types import Key
 from evictable.proofs.controls.mutant import Edit, lines, mutant
@@ -38,6 +39,7 @@ __all__ = [
     "LruLinksAtLeastRecentEnd",
     "LruRemoveSwapsLast",
     "LruTouchInPlace",
+    "SlotsBulkReuseOldestFirst",
     "SlotsFifoReuse",
     "SlotsFreeForgets",
     "SlotsNoHighWaterBump",
@@ -176,11 +178,30 @@ class SlotsFifoReuse(SlotAllocator):
         return out
 
 
+class SlotsBulkReuseOldestFirst(SlotAllocator):
+    """A bulk take hands its reused ids out oldest first (the stack's top taken as a
+    slice, not reversed): a take of one id is right, so only a bulk take shows it."""
+
+    def take(self, count: int, released: Iterable[int] = ()) -> list[int]:
+        self.freed.extend(released)
+        fresh = min(count, self.capacity - self.high_water)
+        out = list(range(self.high_water, self.high_water + fresh))
+        self.high_water += fresh
+        rest = count - fresh
+        if rest > len(self.freed):
+            raise InvariantViolationError(["slot_partition"], "not enough free slots")
+        if rest:
+            out += self.freed[-rest:]  # BUG: the taken part of the stack, not reversed
+            del self.freed[-rest:]
+        return out
+
+
 SLOT_BUGS: dict[str, type[SlotAllocator]] = {
     "does not advance the high-water mark": SlotsNoHighWaterBump,
     "does not push a freed id": SlotsFreeForgets,
     "keeps the free stack on reset": SlotsResetKeepsStack,
     "reuses the oldest freed id (FIFO)": SlotsFifoReuse,
+    "hands a bulk take's reused ids out oldest first": SlotsBulkReuseOldestFirst,
 }
 
 

@@ -103,12 +103,15 @@ def obligations(level: Level) -> list[Obligation]:
         Obligation(
             "bound.slots",
             f"on every allocator state of {n} ids, the encoded alloc, free and reset leave "
-            "the state impl.slots.SlotAllocator leaves (and hand out its id and the model's)",
+            "the state impl.slots.SlotAllocator leaves, and a bulk take(count, released) -- "
+            "the manager's path -- leaves what the encoding's frees and count allocations "
+            "leave (handing out its ids and the model's)",
             _run(check_slots, n),
             lambda _t: _planted(partial(check_slots, n), SLOT_BUGS),
             "each bug of slots.*'s controls planted in the implementation is caught: "
             + ", ".join(SLOT_BUGS),
             kind=Kind.EXPLORED,
-            bounds=f"every state of {n} slot ids, every step",
+            bounds=f"every state of {n} slot ids, every step, bulk takes of every count "
+            "after releasing up to 2 ids",
         ),
     ]

@@ -16,9 +16,12 @@ encodings, not only by the conformance runs:
   encoded `mark_evictable` / remove / `touch` (`eviction.list_step`) give the list
   order the model and the implementation leave.
 * `bound.slots` -- every allocator state of N ids (high-water mark, free stack,
-  owned ids): the encoded allocation, free and reset (`slots.alloc_step`, `_free`,
-  `_reset`) give the state `impl.slots.SlotAllocator` leaves (and, for allocation,
-  the id it and `ModelManager.take_slot` hand out).
+  owned ids): the encoded allocation, free and reset (`slots.alloc_step`,
+  `free_step`, `reset_step`) give the state `impl.slots.SlotAllocator` leaves; and
+  the manager's bulk path, `take(count, released)` after releasing up to two owned
+  ids in each order and for every count the free ids allow, leaves what the
+  encoding's frees of the released ids and `count` allocations leave, handing out
+  the ids the encoding gives (and `ModelManager.take_slot` gives, one at a time).
 
 Negative controls: each plants the bugs the encoding's own negative controls
 describe into the implementation (`proofs.controls.encodings`); every one must be
@@ -248,51 +251,97 @@ def _read(model: Any, s: sl.SlotTerms) -> tuple[int, list[int]]:
     return _val(model, s.high), [_val(model, s.stack[k]) for k in range(sp)]
 
 
-def check_slots(n: int, cls: type[SlotAllocator] = SlotAllocator) -> Outcome:
-    """The encoded allocation, free and reset give the state `cls` leaves."""
-    cases = 0
+def _bulk_takes(n: int, high: int, stack: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+    """The `released` orders of a bulk take from this state: none, or up to two of the
+    owned ids in each order (what a `prepare_store` that evicts hands back)."""
+    owned = [s for s in range(high) if s not in stack]
+    for size in range(min(2, len(owned)) + 1):
+        yield from itertools.permutations(owned, size)
+
+
+def _encoded_take(
+    pre: sl.SlotTerms, n: int, released: tuple[int, ...], count: int
+) -> tuple[list[Term], sl.SlotTerms, list[Term]]:
+    """`take(count, released)` as the encoding's steps: a free of each released id in
+    order, then `count` allocations (facts, post-state, the ids handed out)."""
+    facts: list[Term] = []
+    at = pre
+    for i, s in enumerate(released):
+        nxt = sl.slot_terms(f"r{i}", n)
+        facts += sl.free_step(at, nxt, z3.IntVal(s), sl.Allocator())
+        at = nxt
+    handed: list[Term] = []
+    for j in range(count):
+        nxt = sl.slot_terms(f"t{j}", n)
+        more, slot = sl.alloc_step(at, nxt, sl.Allocator())
+        facts += more
+        handed.append(slot)
+        at = nxt
+    return facts, at, handed
+
+
+def _slot_cases(n: int) -> Iterator[tuple[int, tuple[int, ...], str, Any]]:
+    """Every (high-water mark, free stack, step, argument) `check_slots` judges."""
     for high, stack in _slot_states(n):
-        check_deadline("bound.slots")
         owned = [s for s in range(high) if s not in stack]
-        steps: list[tuple[str, int | None]] = [("reset", None)]
-        steps += [("free", s) for s in owned]
-        if high < n or stack:
-            steps.append(("alloc", None))
-        for step, freed in steps:
-            cases += 1
-            pre, facts = _pre(n, high, stack)
+        yield high, stack, "reset", None
+        yield from ((high, stack, "free", s) for s in owned)
+        for released in _bulk_takes(n, high, stack):
+            free = n - high + len(stack) + len(released)
+            yield from ((high, stack, "take", (count, released)) for count in range(1, free + 1))
+
+
+def check_slots(n: int, cls: type[SlotAllocator] = SlotAllocator) -> Outcome:
+    """The encoded allocation, free and reset give the state `cls` leaves; a bulk
+    `take(count, released)` (the manager's path) gives what the encoding's frees and
+    `count` allocations give, and the ids `ModelManager.take_slot` hands out."""
+    cases = 0
+    for high, stack, step, arg in _slot_cases(n):
+        check_deadline("bound.slots")
+        cases += 1
+        pre, facts = _pre(n, high, stack)
+        alloc = cls(n)
+        alloc.high_water, alloc.freed = high, list(stack)
+        handed: list[int] = []
+        model_ids: list[int] = []
+        slots: list[Term] = []
+        what = step
+        if step == "take":
+            count, released = arg
+            more, post, slots = _encoded_take(pre, n, released, count)
+            handed = alloc.take(count, released)
+            manager = ModelManager(n)
+            manager.high_water = high
+            manager.free_stack = [SlotId(s) for s in (*stack, *released)]
+            model_ids = [int(manager.take_slot()) for _ in range(count)]
+            what = f"take({count}, released={list(released)})"
+        elif step == "free":
             post = sl.slot_terms("post", n)
-            alloc = cls(n)
-            alloc.high_water, alloc.freed = high, list(stack)
-            handed: list[int] = []
-            if step == "alloc":
-                more, slot = sl.alloc_step(pre, post, sl.Allocator())
-                handed = alloc.take(1)
-                manager = ModelManager(n)
-                manager.high_water, manager.free_stack = high, [SlotId(s) for s in stack]
-                handed.append(int(manager.take_slot()))
-            elif step == "free":
-                more, slot = sl.free_step(pre, post, z3.IntVal(freed), sl.Allocator()), None
-                alloc.release([freed]) if freed is not None else None
-            else:
-                more, slot = sl.reset_step(pre, post, sl.Allocator()), None
-                alloc.reset()
-            model = _solve(facts + more)
-            if model is None:
-                return refuted(f"{step} from high_water={high} stack={list(stack)}: no post-state")
-            want = _read(model, post)
-            got = (alloc.high_water, list(alloc.freed))
-            want_slot = [_val(model, slot)] * 2 if slot is not None else []
-            if got != want or handed != want_slot:
-                what = f" slot {freed}" if freed is not None else ""
-                return refuted(
-                    f"{step}{what} from high_water={high}, free stack {list(stack)}: the "
-                    f"encoding gives high_water={want[0]}, stack {want[1]}"
-                    f"{', id ' + str(want_slot[0]) if want_slot else ''}; the code gives "
-                    f"high_water={got[0]}, stack {got[1]}"
-                    f"{', ids (impl, model) ' + str(handed) if handed else ''}"
-                )
-    return proved(f"{cases} (state, step) inputs")
+            more = sl.free_step(pre, post, z3.IntVal(arg), sl.Allocator())
+            alloc.release([arg])
+            what = f"free slot {arg}"
+        else:
+            post = sl.slot_terms("post", n)
+            more = sl.reset_step(pre, post, sl.Allocator())
+            alloc.reset()
+        model = _solve(facts + more)
+        if model is None:
+            return refuted(f"{what} from high_water={high} stack={list(stack)}: no post-state")
+        want = _read(model, post)
+        want_ids = [_val(model, t) for t in slots]
+        got = (alloc.high_water, list(alloc.freed))
+        if got != want or handed != want_ids or model_ids != want_ids:
+            ids = (
+                f", ids {want_ids}; the code gives ids {handed} (impl), {model_ids} (model) and"
+                if slots
+                else "; the code gives"
+            )
+            return refuted(
+                f"{what} from high_water={high}, free stack {list(stack)}: the encoding "
+                f"gives high_water={want[0]}, stack {want[1]}{ids} high_water={got[0]}, "
+                f"stack {got[1]}"
+            )
+    return proved(f"{cases} (state, step) inputs, bulk takes of every count included")
 
 
 # ------------------------------------------------------------------ ARC

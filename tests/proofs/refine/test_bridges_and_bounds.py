@@ -15,6 +15,7 @@ from evictable.proofs.controls.encodings import (
     LRU_EVICTION_BUGS,
     LRU_ORDER_BUGS,
     SLOT_BUGS,
+    SlotsBulkReuseOldestFirst,
 )
 from evictable.proofs.controls.tables import step_ignoring_guards
 from evictable.proofs.obligations import refine_bound, refine_bridges
@@ -82,3 +83,20 @@ def test_the_unbroken_code_agrees_with_every_encoding() -> None:
 def test_the_free_queue_bridge_covers_every_operation() -> None:
     outcome = bridges.check_free_queue(2)
     assert outcome.status is Status.PROVED and "pairs" in outcome.detail
+
+
+def test_bound_slots_judges_the_bulk_take_the_manager_uses() -> None:
+    # The seeded bug agrees with the allocator on every take of one id: only a bulk
+    # take(count, released) -- the path the manager takes -- shows it.
+    for high in range(4):
+        for stack in ([], [0], [1, 0], [0, 2, 1]):
+            if any(s >= high for s in stack):
+                continue
+            good, bad = SlotAllocator(3), SlotsBulkReuseOldestFirst(3)
+            for a in (good, bad):
+                a.high_water, a.freed = high, list(stack)
+            if good.free_count():
+                assert good.take(1) == bad.take(1)
+    outcome = bound.check_slots(3, SlotsBulkReuseOldestFirst)
+    assert outcome.status is Status.COUNTEREXAMPLE
+    assert outcome.counterexample.startswith("take(")

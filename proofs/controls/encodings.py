@@ -31,6 +31,7 @@ from evictable.proofs.z3.manager_ops import (
 
 __all__ = [
     "ARC_BUGS",
+    "COUNTER_UPDATES",
     "LRU_EVICTION_BUGS",
     "LRU_ORDER_BUGS",
     "SLOT_BUGS",
@@ -265,10 +266,25 @@ def consecution_controls(machine: Machine) -> dict[str, tuple[Variant, str]]:
     }
 
 
+COUNTER_UPDATES: dict[str, tuple[str, str]] = {
+    "prepare_store": ("victims", "num_evictable -= #victims"),
+    "complete_store.success": ("acted", "its updates by #acted"),
+    "complete_store.failure": ("acted", "num_pending -= #acted"),
+    "prepare_load": ("pinned", "num_evictable -= #keys at ref 0"),
+    "complete_load": ("unpinned", "num_evictable += #keys at ref 1"),
+    "reset_cache": ("reset", "the zeroing of both counters"),
+}
+"""Per operation that updates a counter: the update `counter_rules.counters_after`
+makes (a `CallCounts` field, "reset" for the zeroing) and, in words, what a manager
+forgetting it forgets."""
+
+
 def more_consecution_controls(machine: Machine) -> dict[str, list[tuple[Variant, str]]]:
-    """Further broken relations of some operations, each refuted as well."""
+    """Further broken relations of some operations, each refuted as well: among them,
+    per operation that updates a counter, the update forgotten (`COUNTER_UPDATES`;
+    `prepare_store`'s is its first control, the seeded `counter_drift_on_eviction`)."""
     e, s = CpuEvent, CpuState
-    return {
+    out: dict[str, list[tuple[Variant, str]]] = {
         "prepare_load": [
             (
                 hook_misclassed_drop(machine, e.LOAD_BEGIN, s.READY, s.LOADING),
@@ -276,6 +292,11 @@ def more_consecution_controls(machine: Machine) -> dict[str, list[tuple[Variant,
             )
         ],
     }
+    for op, (what, text) in COUNTER_UPDATES.items():
+        if op != "prepare_store":
+            variant = Variant(counters=forgetting(op, what))
+            out.setdefault(op, []).append((variant, f"{op} forgetting {text}"))
+    return out
 
 
 def forgetting(op: str, what: str) -> CounterRule:

@@ -22,7 +22,6 @@ GROUPS: tuple[str, ...] = (
     "evictable.proofs.obligations.z3_bmc",
     "evictable.proofs.obligations.refine_bridges",
     "evictable.proofs.obligations.refine_manager",
-    "evictable.proofs.obligations.z3_counters",
     "evictable.proofs.obligations.z3_eviction",
     "evictable.proofs.obligations.refine_bound",
     "evictable.proofs.obligations.explore_manager",

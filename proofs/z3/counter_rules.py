@@ -4,8 +4,8 @@
 adds or subtracts what it did. `counters_after` is that arithmetic, written once over
 numbers that are Python ints (a concrete call, `judge_counters` of `refine.manager.*` in
 `proofs.refine.bridges`) or Z3 terms (the relations of `proofs.z3.manager_ops`, proved by
-`counters.*` and `manager.consecution.*`). `forgetting` breaks it on purpose (the
-negative controls).
+`manager.consecution.*`, whose `*_tracks_count` claims it feeds). `forgetting` breaks it
+on purpose (the negative controls).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from evictable.model.lifecycle import CpuEvent, CpuState, Hook, Machine, Transit
 from evictable.proofs.base.records import Obligation, run_all
 from evictable.proofs.controls.tables import TABLE_MUTANTS
 from evictable.proofs.obligations.registry import collect
-from evictable.proofs.z3 import counters, enabledness, manager  # noqa: F401 (imported first)
+from evictable.proofs.z3 import enabledness, manager  # noqa: F401 (imported first)
 from evictable.proofs.z3 import lifecycle as lc  # noqa: F401
 from evictable.proofs.z3.encode import HookFn
 from tests.obligation_checks import BACKSTOP_S
@@ -23,7 +23,6 @@ Z3_GROUPS = (
     "evictable.proofs.obligations.z3_lifecycle",
     "evictable.proofs.obligations.z3_enabledness",
     "evictable.proofs.obligations.z3_manager",
-    "evictable.proofs.obligations.z3_counters",
 )
 
 FAILS: dict[str, set[str]] = {
@@ -32,13 +31,11 @@ FAILS: dict[str, set[str]] = {
         "enabledness.load_begin",
         "safety.loads_read_written_data",
         "manager.consecution.prepare_load",
-        "counters.prepare_load",
     },
     "dead row": {"enabledness.evict", "safety.evicts_only_idle", "manager.rows"},
     "wrong target": {
         "cpu.consecution.load_end.LOADING->LOADING",
         "manager.consecution.complete_load",
-        "counters.complete_load",
     },
     "wrong ref effect": {
         "cpu.consecution.load_begin.READY->LOADING",

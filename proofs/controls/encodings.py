@@ -17,7 +17,6 @@ from evictable.impl.block import BlockStatus
 from evictable.impl.policies.arc import ARCCachePolicy
 from evictable.impl.policies.lru import LRUCachePolicy, unlink
 from evictable.impl.slots import SlotAllocator
-from evictable.model.errors import InvariantViolationError
 from evictable.model.lifecycle import CpuEvent, CpuState, Hook, Machine
 from evictable.model.types import Key
 from evictable.proofs.controls.mutant import Edit, lines, mutant
@@ -179,22 +178,14 @@ class SlotsFifoReuse(SlotAllocator):
         return out
 
 
-class SlotsBulkReuseOldestFirst(SlotAllocator):
-    """A bulk take hands its reused ids out oldest first (the stack's top taken as a
-    slice, not reversed): a take of one id is right, so only a bulk take shows it."""
-
-    def take(self, count: int, released: Iterable[int] = ()) -> list[int]:
-        self.freed.extend(released)
-        fresh = min(count, self.capacity - self.high_water)
-        out = list(range(self.high_water, self.high_water + fresh))
-        self.high_water += fresh
-        rest = count - fresh
-        if rest > len(self.freed):
-            raise InvariantViolationError(["slot_partition"], "not enough free slots")
-        if rest:
-            out += self.freed[-rest:]  # BUG: the taken part of the stack, not reversed
-            del self.freed[-rest:]
-        return out
+SlotsBulkReuseOldestFirst: type[SlotAllocator] = mutant(
+    "evictable.impl.slots",
+    "SlotAllocator",
+    Edit("SlotAllocator.take", lines("reused.reverse()"), lines("pass  # BUG: not reversed")),
+    name="SlotsBulkReuseOldestFirst",
+    doc="""A bulk take hands its reused ids out oldest first (the stack's top taken as
+    a slice, not reversed): a take of one id is right, so only a bulk take shows it.""",
+)
 
 
 SLOT_BUGS: dict[str, type[SlotAllocator]] = {

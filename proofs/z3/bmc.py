@@ -52,7 +52,7 @@ from evictable.proofs.z3.manager_state import (
     invariant,
 )
 from evictable.proofs.z3.solver import check, unknown
-from evictable.proofs.z3.solver import solver as new_solver
+from evictable.proofs.z3.solver import lia_solver as new_solver
 
 __all__ = [
     "Bmc",

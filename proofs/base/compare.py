@@ -150,7 +150,7 @@ class Kind(enum.Enum):
     ACCOUNTING = "accounting"
     INVARIANT = "broken invariant"
     SCAN = "scan completeness"  # the lazy scanner left a block unvisited
-    HANG = "no return"  # a call ran past the per-step wall-clock bound (`base.guard`)
+    HANG = "no return"  # a call ran past the per-step CPU-time bound (`base.guard`)
 
 
 class UnorderedKeys:

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from evictable.impl.free_queue import KVCacheBlock
 from evictable.proofs.base.contract import DEFAULT, Contract
-from evictable.proofs.base.guard import StepTimeout, step_guard
+from evictable.proofs.base.guard import StepTimeout, wall_guard
 from evictable.proofs.base.protocol import Factory
 from evictable.proofs.check.guide import guide
 
@@ -59,7 +59,7 @@ def call_user(what: str, fn: Callable[..., T], *args: Any) -> T:
     """`fn(*args)`, user code: what it raises, a `sys.exit()` in it, or a hang past
     `SETUP_BACKSTOP_S` becomes a `SetupError` that starts with `what`."""
     try:
-        with step_guard(SETUP_BACKSTOP_S):
+        with wall_guard(SETUP_BACKSTOP_S):
             return fn(*args)
     except StepTimeout:
         raise SetupError(

@@ -12,7 +12,7 @@ A payload is whatever lets the subject rebuild or hold the state: the state
 object itself, or the path of labels that reaches it (the manager replays paths,
 so that any implementation can be stepped beside the model). States are
 deduplicated by key; parent pointers give a shortest path of labels to every
-visited state. Each expansion runs under the per-step wall-clock bound
+visited state. Each expansion runs under the per-step CPU-time bound
 (`base.guard`): a state whose check or edges hang is reported as a failure.
 Because the search goes level by level and stops at the first level with a
 failure, the failure it reports is a shortest one.
@@ -127,7 +127,7 @@ def _init(subject: Any) -> None:
 
 
 def _expand_one(payload: Any) -> Expansion[Any, Any]:
-    """Expand one state under the per-step wall-clock bound (`base.guard`): a state
+    """Expand one state under the per-step CPU-time bound (`base.guard`): a state
     whose check or edges do not finish in time is a failure, never a hang. The
     subject's `in_flight` label (when it keeps one) names the edge that hung."""
     try:

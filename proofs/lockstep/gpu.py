@@ -168,7 +168,7 @@ class LockStep(RuleBasedStateMachine):
             self.fail(f"{label}: a snapshot raised {type(exc).__name__}: {exc}")
 
     def guarded(self, label: str, fn: Callable[[], T]) -> T:
-        """`fn()` under the per-step wall-clock bound (`base.guard`): a call that
+        """`fn()` under the per-step CPU-time bound (`base.guard`): a call that
         does not return in time fails the run, with its trace."""
         try:
             with step_guard():

@@ -212,7 +212,7 @@ class LockStep:
         """Apply one action to both sides and compare. Raises `ConformanceFailure`, or,
         with `collect`, records it and ignores the rest of the example.
 
-        The action runs under the per-step wall-clock bound (`base.guard`): a call
+        The action runs under the per-step CPU-time bound (`base.guard`): a call
         that does not return in time is a failure with its trace, not a hang."""
         if self.diverged:
             return

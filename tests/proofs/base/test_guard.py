@@ -1,4 +1,4 @@
-"""The per-step wall-clock guard: a call that hangs is a finding with its trace."""
+"""The per-step CPU-time guard: a call that hangs is a finding with its trace."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from evictable.proofs.lockstep.conformance import run_conformance
 from evictable.proofs.lockstep.gpu_machines import run_machine
 from evictable.proofs.lockstep.lazy_machine import lazy_machine
 
-pytestmark = pytest.mark.skipif(not available(), reason="no SIGALRM/setitimer here")
+pytestmark = pytest.mark.skipif(not available(), reason="no SIGPROF/setitimer here")
 
 
 def _spin() -> None:

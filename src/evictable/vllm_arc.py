@@ -24,7 +24,10 @@ from evictable.vllm_base import (  # vLLM 0.33 present, or one clear ImportError
     order_request_keys,
 )
 
-__all__ = ["ArcNode", "EvictableARC"]
+__all__ = ["SPARE", "ArcNode", "EvictableARC"]
+
+SPARE = 32
+"""Evicted nodes kept for reuse by `insert`, beyond the last eviction's."""
 
 
 class ArcNode(ArcRecord):
@@ -80,6 +83,9 @@ class EvictableARC(CachePolicy):  # type: ignore[misc]
         self.idle1 = IdleIndex()
         self.idle2 = IdleIndex()
         self.clock = 0
+        self.spare: list[ArcNode] = []
+        """Nodes of evicted chunks (unlinked, unmarked), reused by `insert` (no
+        allocation on a store that evicts); at most `SPARE` plus one eviction's."""
 
     def __getstate__(self) -> dict[str, Any]:
         """A copy (pickle) carries each list's (key, chunk, stamp) in order, never the
@@ -87,7 +93,7 @@ class EvictableARC(CachePolicy):  # type: ignore[misc]
         state = {
             k: v
             for k, v in self.__dict__.items()
-            if k not in ("nodes1", "nodes2", "idle1", "idle2")
+            if k not in ("nodes1", "nodes2", "idle1", "idle2", "spare")
         }
         state["lists"] = tuple(
             [(key, node.chunk, node.stamp, node.ref_cnt) for key, node in nodes.items()]
@@ -102,6 +108,7 @@ class EvictableARC(CachePolicy):  # type: ignore[misc]
         self.__dict__.update(state)
         self.nodes1, self.nodes2 = {}, {}
         self.idle1, self.idle2 = IdleIndex(), IdleIndex()
+        self.spare = []
         for in_t2, entries in enumerate(lists):
             nodes = self.nodes2 if in_t2 else self.nodes1
             index = self.idle2 if in_t2 else self.idle1
@@ -216,7 +223,18 @@ class EvictableARC(CachePolicy):  # type: ignore[misc]
             if old is not None:
                 self.idle2.detach(old)
             self.clock = stamp = self.clock + 1
-            node = nodes1[key] = ArcNode(key, chunk, stamp)
+            spare = self.spare
+            if spare:  # a victim's node, unlinked and unmarked: its fields anew
+                node = spare.pop()
+                ref = chunk.ref_cnt
+                node.ref_cnt = 0 if ref == 0 else (1 if ref > 0 else -1)
+                node.key = key
+                node.stamp = stamp
+                node.in_t2 = False
+                node.chunk = chunk
+            else:
+                node = ArcNode(key, chunk, stamp)
+            nodes1[key] = node
             if node.ref_cnt == 0:
                 self.idle1.append(node)
         else:
@@ -421,6 +439,10 @@ class EvictableARC(CachePolicy):  # type: ignore[misc]
                 b1[key] = None
                 q1(key)
             victims.append((key, node.chunk))
+        if len(self.spare) < SPARE:
+            # a stale heap entry of a reused node stays garbage: its stamp is never
+            # given again
+            self.spare.extend(chosen)
         cap = self.cache_capacity
         if len(b1) > cap:
             if len(b1) == cap + 1 and not g1.stale:  # the steady state: one to drop
@@ -442,6 +464,7 @@ class EvictableARC(CachePolicy):  # type: ignore[misc]
         self.nodes2.clear()
         self.ghosts1.clear()
         self.ghosts2.clear()
+        self.spare.clear()
         self.target_t1_size = 0.0
 
     def mark_evictable(self, key: OffloadKey) -> None:

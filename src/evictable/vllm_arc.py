@@ -24,10 +24,7 @@ from evictable.vllm_base import (  # vLLM 0.33 present, or one clear ImportError
     order_request_keys,
 )
 
-__all__ = ["SPARE", "ArcNode", "EvictableARC"]
-
-SPARE = 32
-"""Evicted nodes kept for reuse by `insert`, beyond the last eviction's."""
+__all__ = ["ArcNode", "EvictableARC"]
 
 
 class ArcNode(ArcRecord):
@@ -85,7 +82,7 @@ class EvictableARC(CachePolicy):  # type: ignore[misc]
         self.clock = 0
         self.spare: list[ArcNode] = []
         """Nodes of evicted chunks (unlinked, unmarked), reused by `insert` (no
-        allocation on a store that evicts); at most `SPARE` plus one eviction's."""
+        allocation on a store that evicts): one eviction's victims, at most."""
 
     def __getstate__(self) -> dict[str, Any]:
         """A copy (pickle) carries each list's (key, chunk, stamp) in order, never the
@@ -439,18 +436,20 @@ class EvictableARC(CachePolicy):  # type: ignore[misc]
                 b1[key] = None
                 q1(key)
             victims.append((key, node.chunk))
-        if len(self.spare) < SPARE:
-            # a stale heap entry of a reused node stays garbage: its stamp is never
-            # given again
-            self.spare.extend(chosen)
+        if not self.spare:
+            # kept for `insert` (a stale heap entry of a reused node stays garbage: its
+            # stamp is never given again)
+            self.spare = chosen
         cap = self.cache_capacity
-        if len(b1) > cap:
-            if len(b1) == cap + 1 and not g1.stale:  # the steady state: one to drop
+        extra = len(b1) - cap
+        if extra > 0:
+            if extra == 1 and not g1.stale:  # the steady state: one to drop
                 del b1[g1.order.popleft()]
             else:
                 g1.trim(cap)
-        if len(b2) > cap:
-            if len(b2) == cap + 1 and not g2.stale:
+        extra = len(b2) - cap
+        if extra > 0:
+            if extra == 1 and not g2.stale:
                 del b2[g2.order.popleft()]
             else:
                 g2.trim(cap)

@@ -44,11 +44,14 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
-from vllm.v1.kv_offload.base import OffloadKey, ReqContext
-from vllm.v1.kv_offload.cpu.policies.base import CachePolicy, ChunkStatus
-
-import evictable.vllm  # noqa: F401  (vLLM present, the right version, or one clear ImportError)
+import evictable.vllm  # noqa: F401  (the names vLLM's factory looks up, loaded)
 from evictable.model.errors import PolicyContractError
+from evictable.vllm_base import (  # vLLM 0.33 present, or one clear ImportError
+    CachePolicy,
+    ChunkStatus,
+    OffloadKey,
+    ReqContext,
+)
 
 __all__ = ["ON_VIOLATION", "EvictableChecked", "checked_policy_class", "resolve_policy"]
 

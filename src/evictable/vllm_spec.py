@@ -31,6 +31,10 @@ CI and tests, not for serving (bench/ measures it).
 
 from __future__ import annotations
 
+# first, before the adapters import vLLM: vLLM 0.33 present, or one clear ImportError
+from evictable.vllm_base import VLLM_VERSION  # noqa: F401
+
+# isort: split
 import logging
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
@@ -53,7 +57,6 @@ from evictable.proofs.base.cpu_contract import (
     model_reply,
     observe,
 )
-from evictable.vllm import VLLM_VERSION  # noqa: F401  (vLLM present, or one clear ImportError)
 
 __all__ = ["CheckedOffloadingSpec", "MirroredManager", "mirror_contract"]
 

@@ -61,8 +61,15 @@ from evictable.proofs.refine.manager_shape import (
     observed_values,
     pre_values,
 )
+from evictable.proofs.refine.policy_shape import (
+    lru_post_values,
+    lru_pre_values,
+    policy_of,
+    policy_victims,
+)
 from evictable.proofs.z3.manager_ops import MANAGER, Variant, event_of
 from evictable.proofs.z3.manager_state import SS
+from evictable.proofs.z3.policy_lru import LRU_HOOKS, LruHooks
 from evictable.proofs.z3.solver import check, check_assumed, unknown
 
 __all__ = ["STATE_METHODS", "ManagerOracle", "OracleCache", "op_name"]
@@ -113,7 +120,7 @@ class OracleCache:
     `ManagerOracle`s of the same relation (the runs of one process) to build each
     shape once."""
 
-    shapes: dict[tuple[str, int, int, int], Shape] = field(default_factory=dict)
+    shapes: dict[tuple[str, int, int, int, str | None], Shape] = field(default_factory=dict)
     admitted: set[tuple[Any, ...]] = field(default_factory=set)
     functional: dict[tuple[str, int], str | None] = field(default_factory=dict)
 
@@ -126,9 +133,13 @@ class ManagerOracle:
         machine: Machine = CPU_MACHINE,
         variant: Variant = MANAGER,
         cache: OracleCache | None = None,
+        lru: LruHooks | None = LRU_HOOKS,
     ) -> None:
         self.machine = machine
         self.variant = variant
+        self.lru = lru
+        """The LRU's hook relations composed with the manager's on an LRU's calls
+        (None: the manager relation alone)."""
         cache = cache if cache is not None else OracleCache()
         self._shapes = cache.shapes
         self._admitted = cache.admitted
@@ -154,10 +165,13 @@ class ManagerOracle:
             self._functional[op, batch] = functional(self.machine, self.variant, op, batch)
         return self._functional[op, batch]
 
-    def _shape(self, op: str, keys: int, slots: int, batch: int) -> Shape:
-        key = (op, keys, slots, batch)
+    def _shape(self, op: str, keys: int, slots: int, batch: int, policy: str | None) -> Shape:
+        key = (op, keys, slots, batch, policy)
         if key not in self._shapes:
-            self._shapes[key] = build_shape(self.machine, self.variant, op, keys, slots, batch)
+            hooks = self.lru if self.lru is not None else LRU_HOOKS
+            self._shapes[key] = build_shape(
+                self.machine, self.variant, op, keys, slots, batch, policy, hooks
+            )
         return self._shapes[key]
 
     def judge(
@@ -214,12 +228,18 @@ class ManagerOracle:
         if len(victims) > len(keys):
             return f"{op}{_args(keys)}: {len(victims)} victims for a call of {len(keys)} keys"
         slots = _round(max(before.num_blocks, 1), _SLOT_SIZES)
-        shape = self._shape(op, size, slots, batch)
+        policy = policy_of(before) if self.lru is not None else None
+        shape = self._shape(op, size, slots, batch, policy)
         names = {i: repr(k) for k, i in index.items()}
         names[size - 1] = "(an absent key)"
         call = _Call(op, keys, victims, supplied, index, names)
         call.pre = pre_values(before, index, size, slots)
         call.post = observed_values(after, index, size, slots)
+        if policy == "lru":
+            if policy_of(after) != "lru":
+                return f"{op}{_args(keys)}: the LRU's snapshot after the call is {after.policy!r}"
+            call.pre.update(lru_pre_values(before, index, size))
+            call.post.update(lru_post_values(after, index, size))
         seen = (
             (shape.op, shape.world.keys, shape.slots, shape.batch),
             tuple(call.pre.values()),
@@ -344,12 +364,20 @@ def _diagnose(shape: Shape, call: _Call, given: list[Term], reply: Reply) -> str
     if r == z3.unknown:
         raise RuntimeError(f"{call.op}: the relation was not decided: {unknown(s).detail}")
     if r != z3.sat:
+        instead = ""
+        if shape.policy is not None and call.op == "prepare_store":
+            free = shape.input_literals(call.keys, [], False, call.index, with_victims=False)
+            lits = [*shape.pre_literals(call.pre), *(free or [])]
+            obs = (call.victims, call.supplied)
+            instead = f"; {policy_victims(s, shape.step, shape.choice, lits, obs, call.names)}"
         if call.op == "prepare_store" and call.supplied:
             return (
                 f"no step of it evicts exactly {call.victims!r} (victims are distinct "
                 "listed keys outside the batch, as many as the keys to store exceed the "
-                "free slots)"
+                f"free slots){instead}"
             )
+        if call.op == "prepare_store" and instead:
+            return f"it returned None{instead}"
         if call.op == "prepare_store":
             return "it returned None, but the relation needs no victim here"
         return "the relation admits no step from this state (it is not total here)"

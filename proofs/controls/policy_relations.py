@@ -1,6 +1,8 @@
-"""Deliberately broken LRU hook relations: the negative controls of `policy.lru.*`.
+"""Deliberately broken hook relations: the negative controls of `policy.lru.*` and
+`policy.arc.*`.
 
-Each is `proofs.z3.policy_lru.LruHooks` with one hook relation broken, restated from
+Each is `proofs.z3.policy_lru.LruHooks` (or `policy_arc.ArcHooks`) with one hook
+relation broken, restated from
 a seeded implementation bug where there is one (`controls.policies`): the
 semantics' hooks stay in `proofs.z3.policy_lru`, the broken copies live here.
 """
@@ -12,9 +14,11 @@ from typing import Any
 
 import z3
 
+from evictable.proofs.z3.arc import b1_hit_term
+from evictable.proofs.z3.policy_arc import ARC_HOOKS, ArcHooks, ArcState
 from evictable.proofs.z3.policy_lru import LRU_HOOKS, LruHooks, LruState
 
-__all__ = ["LRU_CONTROLS"]
+__all__ = ["ARC_CONTROLS", "LRU_CONTROLS"]
 
 Term = Any
 
@@ -95,3 +99,46 @@ LRU_CONTROLS: dict[str, list[tuple[str, LruHooks]]] = {
     "reset_cache": [("clear keeps the list", replace(LRU_HOOKS, clears=False))],
 }
 """Per operation, the broken hook relations its record's control must refute."""
+
+
+def _arc_stays(p: ArcState, key: Term, when: Term) -> ArcState:
+    """A hook that forgets to change anything (`PinnedStaysIdle` for became_pinned)."""
+    del key, when
+    return p
+
+
+def _arc_abort_keeps(p: ArcState, key: Term, when: Term) -> ArcState:
+    """`aborted` that leaves the key in T1 (only the idle view forgets it)."""
+    return replace(p, idle=p.idle.set(key, z3.BoolVal(False), when))
+
+
+def _b2_hit_grows(target: Term, b1: Term, b2: Term) -> Term:
+    """`B2HitGrowsTarget`: a B2 hit adds instead of subtracting (no cap either)."""
+    return b1_hit_term(target, b2, b1, 0, capped=False)
+
+
+ARC_CONTROLS: dict[str, list[tuple[str, ArcHooks]]] = {
+    "prepare_store": [
+        ("ghost lists never trimmed (GhostsNeverTrimmed)", replace(ARC_HOOKS, trims=False)),
+    ],
+    "complete_store.success": [
+        ("became_evictable leaves the idle view", replace(ARC_HOOKS, became_evictable=_arc_stays)),
+    ],
+    "complete_store.failure": [
+        ("aborted leaves the key in T1", replace(ARC_HOOKS, aborted=_arc_abort_keeps)),
+    ],
+    "prepare_load": [
+        (
+            "became_pinned leaves the key idle (PinnedStaysIdle)",
+            replace(ARC_HOOKS, became_pinned=_arc_stays),
+        ),
+    ],
+    "complete_load": [
+        ("became_evictable leaves the idle view", replace(ARC_HOOKS, became_evictable=_arc_stays)),
+    ],
+    "touch": [
+        ("a B2 hit grows the target (B2HitGrowsTarget)", replace(ARC_HOOKS, b2_hit=_b2_hit_grows))
+    ],
+    "reset_cache": [("clear keeps the idle view", replace(ARC_HOOKS, clears_idle=False))],
+}
+"""Per operation, the broken ARC hook relations its record's control must refute."""

@@ -1,6 +1,7 @@
-"""`policy.lru.<op>`: the LRU's own state in Z3 (`proofs.z3.policy_lru`), composed
-with the manager relation, per operation (`proofs.z3.policy_compose`), each with
-the broken hook relations of `proofs.controls.policy_relations` as its control.
+"""`policy.lru.<op>` and `policy.arc.<op>`: each policy's own state in Z3
+(`proofs.z3.policy_lru`, `policy_arc`), composed with the manager relation, per
+operation (`proofs.z3.policy_compose`), each with the broken hook relations of
+`proofs.controls.policy_relations` as its control.
 """
 
 from __future__ import annotations
@@ -10,13 +11,22 @@ from functools import partial
 from evictable.model import lifecycle
 from evictable.proofs.base.levels import Level
 from evictable.proofs.base.records import Kind, Obligation, every_refuted
-from evictable.proofs.controls.policy_relations import LRU_CONTROLS
+from evictable.proofs.controls.policy_relations import ARC_CONTROLS, LRU_CONTROLS
 from evictable.proofs.z3.manager import BATCH, counterexample_world
 from evictable.proofs.z3.manager_ops import OPS
-from evictable.proofs.z3.manager_state import REFERENCE
-from evictable.proofs.z3.policy_compose import check_lru
+from evictable.proofs.z3.manager_state import REFERENCE, BoundedWorld
+from evictable.proofs.z3.policy_compose import check_arc, check_lru
 
-__all__ = ["obligations"]
+__all__ = ["ARC_WORLD", "obligations"]
+
+ARC_WORLD: dict[Level, tuple[BoundedWorld, int]] = {
+    "quick": (BoundedWorld(keys=5, slots=2), 2),
+    "default": (BoundedWorld(keys=7, slots=3), 2),
+    "thorough": (BoundedWorld(keys=9, slots=4), 3),
+}
+"""`policy.arc.*`'s finite world and batch bound per level: keys >= 2 x slots + 1, so
+that both a full ghost list and full residency leave a key to store (the ghost bound
+can be met)."""
 
 _CLAIMS: dict[str, str] = {
     "prepare_store": "its victims are evictable keys outside the batch, least recent first, "
@@ -28,7 +38,8 @@ _CLAIMS: dict[str, str] = {
 
 
 def obligations(level: Level) -> list[Obligation]:
-    """`policy.lru.<op>` for every operation, calls of up to B keys (`manager.BATCH`)."""
+    """`policy.lru.<op>` for every operation, calls of up to B keys (`manager.BATCH`),
+    and `policy.arc.<op>` in the finite world of `ARC_WORLD`."""
     machine = lifecycle.CPU_MACHINE
     b = BATCH[level]
     out = []
@@ -56,6 +67,32 @@ def obligations(level: Level) -> list[Obligation]:
                     else f"any number of keys and slots, batches of <= {b} keys (B = {b}); "
                     f"{searched}"
                 ),
+            )
+        )
+    world, ab = ARC_WORLD[level]
+    for op in OPS:
+        arc_controls = [
+            (what, partial(check_arc, REFERENCE, op, world, ab, hooks=hooks))
+            for what, hooks in ARC_CONTROLS[op]
+        ]
+        out.append(
+            Obligation(
+                f"policy.arc.{op}",
+                f"{op} composed with ARC's hook relations keeps ARC's idle view equal to "
+                "the evictable set (resident, ref 0), T1 and T2 disjoint and together the "
+                "residents, B1 and B2 disjoint and not resident, the target within "
+                "[0, capacity] and each ghost list at most capacity long"
+                + (
+                    "; its victims are evictable keys outside the batch"
+                    if op == "prepare_store"
+                    else ""
+                ),
+                partial(check_arc, machine, op, world, ab),
+                partial(every_refuted, arc_controls),
+                "; ".join(what for what, _ in arc_controls) + ": each refuted",
+                tags=("z3", "policy", "arc"),
+                kind=Kind.BOUNDED,
+                bounds=f"{world.name} (capacity {world.slots}), batches of <= {ab} keys",
             )
         )
     return out

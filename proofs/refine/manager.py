@@ -62,13 +62,17 @@ from evictable.proofs.refine.manager_shape import (
     pre_values,
 )
 from evictable.proofs.refine.policy_shape import (
+    arc_post_values,
+    arc_pre_values,
     lru_post_values,
     lru_pre_values,
+    policy_keys,
     policy_of,
     policy_victims,
 )
 from evictable.proofs.z3.manager_ops import MANAGER, Variant, event_of
 from evictable.proofs.z3.manager_state import SS
+from evictable.proofs.z3.policy_arc import ARC_HOOKS, ArcHooks
 from evictable.proofs.z3.policy_lru import LRU_HOOKS, LruHooks
 from evictable.proofs.z3.solver import check, check_assumed, unknown
 
@@ -134,12 +138,17 @@ class ManagerOracle:
         variant: Variant = MANAGER,
         cache: OracleCache | None = None,
         lru: LruHooks | None = LRU_HOOKS,
+        arc: ArcHooks | None = None,
     ) -> None:
         self.machine = machine
         self.variant = variant
         self.lru = lru
         """The LRU's hook relations composed with the manager's on an LRU's calls
         (None: the manager relation alone)."""
+        self.arc = arc
+        """ARC's hook relations composed with the manager's on an ARC's calls (None,
+        the default: the manager relation alone -- ARC's composed shapes cost about
+        five times as much a check, so the records that bind them choose to)."""
         cache = cache if cache is not None else OracleCache()
         self._shapes = cache.shapes
         self._admitted = cache.admitted
@@ -169,8 +178,9 @@ class ManagerOracle:
         key = (op, keys, slots, batch, policy)
         if key not in self._shapes:
             hooks = self.lru if self.lru is not None else LRU_HOOKS
+            arc = self.arc if self.arc is not None else ARC_HOOKS
             self._shapes[key] = build_shape(
-                self.machine, self.variant, op, keys, slots, batch, policy, hooks
+                self.machine, self.variant, op, keys, slots, batch, policy, hooks, arc
             )
         return self._shapes[key]
 
@@ -228,7 +238,9 @@ class ManagerOracle:
         if len(victims) > len(keys):
             return f"{op}{_args(keys)}: {len(victims)} victims for a call of {len(keys)} keys"
         slots = _round(max(before.num_blocks, 1), _SLOT_SIZES)
-        policy = policy_of(before) if self.lru is not None else None
+        policy = policy_of(before)
+        if (policy == "lru" and self.lru is None) or (policy == "arc" and self.arc is None):
+            policy = None
         shape = self._shape(op, size, slots, batch, policy)
         names = {i: repr(k) for k, i in index.items()}
         names[size - 1] = "(an absent key)"
@@ -240,6 +252,11 @@ class ManagerOracle:
                 return f"{op}{_args(keys)}: the LRU's snapshot after the call is {after.policy!r}"
             call.pre.update(lru_pre_values(before, index, size))
             call.post.update(lru_post_values(after, index, size))
+        if policy == "arc":
+            if policy_of(after) != "arc":
+                return f"{op}{_args(keys)}: ARC's snapshot after the call is {after.policy!r}"
+            call.pre.update(arc_pre_values(before, index, size))
+            call.post.update(arc_post_values(after, index, size))
         seen = (
             (shape.op, shape.world.keys, shape.slots, shape.batch),
             tuple(call.pre.values()),
@@ -369,7 +386,10 @@ def _diagnose(shape: Shape, call: _Call, given: list[Term], reply: Reply) -> str
             free = shape.input_literals(call.keys, [], False, call.index, with_victims=False)
             lits = [*shape.pre_literals(call.pre), *(free or [])]
             obs = (call.victims, call.supplied)
-            instead = f"; {policy_victims(s, shape.step, shape.choice, lits, obs, call.names)}"
+            said = policy_victims(
+                s, shape.step, shape.choice, lits, obs, call.names, shape.policy.step
+            )
+            instead = f"; {said}"
         if call.op == "prepare_store" and call.supplied:
             return (
                 f"no step of it evicts exactly {call.victims!r} (victims are distinct "
@@ -389,6 +409,8 @@ def _diagnose(shape: Shape, call: _Call, given: list[Term], reply: Reply) -> str
             return z3.is_true(v)
         if z3.is_int_value(v):
             return v.as_long()
+        if z3.is_rational_value(v):
+            return float(v.as_fraction())
         return SS.decode(v)
 
     broken = [n for n, t in shape.invariant.items() if value(t) is False]
@@ -479,7 +501,7 @@ def _universe(
     for snap in (before, after):
         for e in sorted(snap.blocks, key=lambda e: e.slot):
             seen.setdefault(e.key, None)
-        for k in evictable_view(snap.policy) or ():
+        for k in (*(evictable_view(snap.policy) or ()), *policy_keys(snap)):
             seen.setdefault(k, None)
     for k in (*keys, *victims):
         seen.setdefault(k, None)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import Any
 
 import z3
@@ -33,7 +34,7 @@ import z3
 from evictable.model.lifecycle import CPU_MACHINE, CpuState, Machine
 from evictable.model.types import ManagerSnapshot, evictable_view
 from evictable.proofs.base.records import HANG_BACKSTOP_S
-from evictable.proofs.refine.policy_shape import PolicyPart, lru_part
+from evictable.proofs.refine.policy_shape import PolicyPart, arc_part, lru_part
 from evictable.proofs.z3.manager_ops import MANAGER, Choice, Step, Variant, choice, relation
 from evictable.proofs.z3.manager_state import (
     SS,
@@ -44,6 +45,7 @@ from evictable.proofs.z3.manager_state import (
     invariant,
     resident,
 )
+from evictable.proofs.z3.policy_arc import ARC_HOOKS, ArcHooks
 from evictable.proofs.z3.policy_lru import LRU_HOOKS, LruHooks
 from evictable.proofs.z3.solver import check, ground_solver, solver, unknown
 
@@ -169,6 +171,8 @@ class Shape:
 
 
 def _equals(term: Term, value: Any) -> Term:
+    if isinstance(value, float):
+        return term == z3.RealVal(str(Fraction(value)))
     if isinstance(value, bool):
         return term if value else z3.Not(term)
     if isinstance(value, CpuState):
@@ -245,6 +249,7 @@ def build_shape(
     batch: int,
     policy: str | None = None,
     hooks: LruHooks = LRU_HOOKS,
+    arc_hooks: ArcHooks = ARC_HOOKS,
 ) -> Shape:
     """The relation of `op` over `keys` keys, `slots` slots and batches of up to
     `batch` keys, with a solver holding it (its functionality is `functional`'s);
@@ -261,6 +266,9 @@ def build_shape(
     part = None
     if policy == "lru":
         part = lru_part(world, step, c, pre, hooks)
+    elif policy == "arc":
+        part = arc_part(world, step, c, pre, arc_hooks)
+    if part is not None:
         s.add(*part.facts)
         observed.update(part.observed)
         pre_terms.update(part.pre_terms)

@@ -33,6 +33,7 @@ from evictable.proofs.explore.coverage import Call, RecordingModel, edges
 from evictable.proofs.refine.bridges import Oracle, judge_counters, judge_keys
 from evictable.proofs.refine.manager import ManagerOracle, OracleCache
 from evictable.proofs.z3.manager_ops import MANAGER, Variant
+from evictable.proofs.z3.policy_arc import ArcHooks
 from evictable.proofs.z3.policy_lru import LRU_HOOKS, LruHooks
 
 __all__ = ["Refinement", "check_refinement"]
@@ -85,13 +86,15 @@ def check_refinement(
     variant: Variant = MANAGER,
     cache: OracleCache | None = None,
     lru: LruHooks | None = LRU_HOOKS,
+    arc: ArcHooks | None = None,
 ) -> Outcome:
     """Every call on every reachable state within `bounds`, model and implementation
     (`factory`), is a step of the manager relation (`variant` of it), of the table
     relation per key, and of the counter rule (see the module docstring). `cache`:
     shapes shared with other runs of the same relation (`OracleCache`); `lru`: the
-    LRU's hook relations composed with the manager's on an LRU's calls (None: none)."""
-    oracle = ManagerOracle(model.machine, variant, cache, lru)
+    LRU's hook relations composed with the manager's on an LRU's calls, `arc` ARC's
+    on an ARC's (None: none)."""
+    oracle = ManagerOracle(model.machine, variant, cache, lru, arc)
     judges = Refinement(oracle, Oracle(model.machine))
     walk = edges(bounds, judges.judge, model, factory)
     figures = f"{walk.states} states, {walk.transitions} calls; {judges.figures()}"

@@ -23,22 +23,32 @@ from __future__ import annotations
 import itertools
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import z3
 
-from evictable.model.types import LruPolicySnapshot, ManagerSnapshot
+from evictable.model.types import ArcPolicySnapshot, LruPolicySnapshot, ManagerSnapshot
 from evictable.proofs.z3.manager_call import Choice, Step
 from evictable.proofs.z3.manager_state import BoundedWorld, MState, invariant
+from evictable.proofs.z3.policy_arc import ARC_HOOKS, ArcHooks, ArcState, ArcStep
+from evictable.proofs.z3.policy_arc import compose as arc_compose
+from evictable.proofs.z3.policy_arc import fresh as arc_fresh
+from evictable.proofs.z3.policy_arc import invariant as arc_invariant
 from evictable.proofs.z3.policy_lru import LRU_HOOKS, LruHooks, PolicyStep, compose, fresh
 from evictable.proofs.z3.policy_lru import invariant as lru_invariant
 from evictable.proofs.z3.solver import check, unknown
 
 __all__ = [
+    "TARGET_TOLERANCE",
     "PolicyPart",
+    "arc_part",
+    "arc_post_values",
+    "arc_pre_values",
     "lru_part",
     "lru_post_values",
     "lru_pre_values",
+    "policy_keys",
     "policy_of",
     "policy_victims",
 ]
@@ -55,15 +65,19 @@ class PolicyPart:
     distinct stamps; the rank terms (`observed`) serve the diagnosis."""
 
     name: str
-    step: PolicyStep
+    step: PolicyStep | ArcStep
     facts: list[Term]
     pre_terms: dict[str, Term]
     observed: dict[str, Term]
     invariant: dict[str, Term]
-    _literals: dict[tuple[int, int], Term] = field(default_factory=dict)
+    _literals: dict[tuple[Any, ...], Term] = field(default_factory=dict)
 
     def post_literals(self, values: dict[str, Any]) -> list[Term]:
-        """The observed ranks (`lru_post_values`) as literals of the post-state."""
+        """The observed fields as literals of the post-state (the LRU's ranks as a
+        chain; ARC's membership as literals, ghost ranks as chains, the target within
+        `TARGET_TOLERANCE` of the float the code holds)."""
+        if isinstance(self.step, ArcStep):
+            return self._arc_literals(self.step.post, values)
         post = self.step.post
         ranks = {k: r for k, r in ((int(n[9:-1]), v) for n, v in values.items()) if r >= 0}
         order = sorted(ranks, key=ranks.__getitem__)
@@ -75,17 +89,125 @@ class PolicyPart:
             out.append(self._lit(a, b, post.stamp(a) < post.stamp(b)))
         return out
 
-    def _lit(self, a: int, b: int, term: Term) -> Term:
-        key = (a, b) if b >= 0 else (a, -1 if z3.is_not(term) else -2)
+    def _arc_literals(self, post: ArcState, values: dict[str, Any]) -> list[Term]:
+        out: list[Term] = []
+        for name, v in values.items():
+            if name == "arc.target":
+                lit = self._literals.get(("target", v))
+                if lit is None:
+                    t = z3.RealVal(str(Fraction(v)))
+                    eps = z3.RealVal(str(TARGET_TOLERANCE))
+                    lit = z3.And(post.target >= t - eps, post.target <= t + eps)
+                    self._literals["target", v] = lit
+                out.append(lit)
+            elif ".rank" not in name:
+                out.append(
+                    self._lit(name, v, self.observed[name] if v else z3.Not(self.observed[name]))
+                )
+        for ghosts in ("b1", "b2"):
+            ranks = {
+                int(n[len(f"arc.{ghosts}.rank[") : -1]): r
+                for n, r in values.items()
+                if n.startswith(f"arc.{ghosts}.rank[") and r >= 0
+            }
+            order = sorted(ranks, key=ranks.__getitem__)
+            for a, b in itertools.pairwise(order):
+                out.append(self._lit(ghosts, (a, b), post.gstamp(a) < post.gstamp(b)))
+        return out
+
+    def _lit(self, a: Any, b: Any, term: Term) -> Term:
+        if isinstance(b, int) and b < 0:
+            key: tuple[Any, ...] = (a, -1 if z3.is_not(term) else -2)
+        else:
+            key = (a, b)
         lit = self._literals.get(key)
         if lit is None:
             lit = self._literals[key] = term
         return lit
 
 
+TARGET_TOLERANCE = Fraction(1, 10**9)
+"""ARC's target is a float in the code and a rational in the relation: they must agree
+within this (the code rounds each ghost hit's ratio)."""
+
+
 def policy_of(snap: ManagerSnapshot) -> str | None:
-    """The policy whose own state the refinement binds ("lru"), or None."""
-    return "lru" if isinstance(snap.policy, LruPolicySnapshot) else None
+    """The policy whose own state the refinement binds ("lru", "arc"), or None."""
+    if isinstance(snap.policy, LruPolicySnapshot):
+        return "lru"
+    if isinstance(snap.policy, ArcPolicySnapshot) and snap.policy.evictable is not None:
+        return "arc"
+    return None
+
+
+def arc_part(
+    world: BoundedWorld, step: Step, c: Choice, pre: MState, hooks: ArcHooks = ARC_HOOKS
+) -> PolicyPart:
+    """ARC composed with `step` in `world` (`z3.policy_arc`): membership, idle view,
+    target and the ghost lists' order bound; T1's and T2's order not."""
+    p0 = arc_fresh(world, "pre")
+    ps = arc_compose(world, step, c, p0, pre.cap, hooks)
+    post = ps.post
+    keys = range(world.keys)
+    pre_terms: dict[str, Term] = {"arc.target": p0.target, "arc.gclock": p0.gclock}
+    observed: dict[str, Term] = {"arc.target": post.target}
+    for k in keys:
+        for f in ("t1", "t2", "b1", "b2", "idle"):
+            pre_terms[f"arc.{f}[{k}]"] = getattr(p0, f)(k)
+            observed[f"arc.{f}[{k}]"] = getattr(post, f)(k)
+        pre_terms[f"arc.gstamp[{k}]"] = p0.gstamp(k)
+        for g in ("b1", "b2"):
+            fn = getattr(post, g)
+            older = [z3.If(z3.And(fn(u), post.gstamp(u) < post.gstamp(k)), 1, 0) for u in keys]
+            observed[f"arc.{g}.rank[{k}]"] = z3.If(fn(k), z3.Sum(older), -1)
+    inv = {**invariant(world, pre), **arc_invariant(world, pre, p0)}
+    return PolicyPart("arc", ps, ps.facts, pre_terms, observed, inv)
+
+
+def arc_pre_values(snap: ManagerSnapshot, index: dict[Hashable, int], keys: int) -> dict[str, Any]:
+    """The snapshot's ARC state as values of `arc_part`'s pre-state fields."""
+    a = _arc(snap)
+    out: dict[str, Any] = {"arc.target": float(a.target)}
+    lists = {"t1": a.t1, "t2": a.t2, "b1": a.b1, "b2": a.b2}
+    idle = {index[k] for k in a.evictable or ()}
+    pos = {index[k]: i for g in (a.b1, a.b2) for i, k in enumerate(g)}
+    for k in range(keys):
+        for f, entries in lists.items():
+            out[f"arc.{f}[{k}]"] = any(index.get(e) == k for e in entries)
+        out[f"arc.idle[{k}]"] = k in idle
+        out[f"arc.gstamp[{k}]"] = pos.get(k, 0)
+    out["arc.gclock"] = max(len(a.b1), len(a.b2))
+    return out
+
+
+def arc_post_values(snap: ManagerSnapshot, index: dict[Hashable, int], keys: int) -> dict[str, Any]:
+    """The snapshot's ARC state as values of `arc_part`'s observed fields."""
+    a = _arc(snap)
+    out: dict[str, Any] = {"arc.target": a.target}
+    lists = {"t1": a.t1, "t2": a.t2, "b1": a.b1, "b2": a.b2}
+    idle = {index[k] for k in a.evictable or ()}
+    for k in range(keys):
+        for f, entries in lists.items():
+            out[f"arc.{f}[{k}]"] = any(index.get(e) == k for e in entries)
+        out[f"arc.idle[{k}]"] = k in idle
+    for g in ("b1", "b2"):
+        pos = {index[k]: i for i, k in enumerate(getattr(a, g))}
+        for k in range(keys):
+            out[f"arc.{g}.rank[{k}]"] = pos.get(k, -1)
+    return out
+
+
+def policy_keys(snap: ManagerSnapshot) -> tuple[Hashable, ...]:
+    """The keys a policy snapshot names besides the resident ones (ARC's ghosts)."""
+    if isinstance(snap.policy, ArcPolicySnapshot):
+        return (*snap.policy.b1, *snap.policy.b2)
+    return ()
+
+
+def _arc(snap: ManagerSnapshot) -> ArcPolicySnapshot:
+    if not isinstance(snap.policy, ArcPolicySnapshot):
+        raise TypeError(f"not an ARC snapshot: {snap.policy!r}")
+    return snap.policy
 
 
 def lru_part(
@@ -139,6 +261,7 @@ def policy_victims(
     literals: list[Term],
     observed: tuple[list[Hashable], bool],
     names: dict[int, str],
+    step_of_policy: PolicyStep | ArcStep,
 ) -> str:
     """What the composed relation does instead of a `prepare_store`'s victims (or its
     None): the victims the LRU relation chooses from the same pre-state and batch
@@ -156,7 +279,8 @@ def policy_victims(
         for a in acts
         if a.event.name == "EVICT"
     ]
-    rule = "policy.lru's hook relations composed with it"
+    which = "LRU" if isinstance(step_of_policy, PolicyStep) else "ARC"
+    rule = f"policy.{which.lower()}'s hook relations composed with it"
     if z3.is_false(model.eval(c.supplied, model_completion=True)):
-        return f"the LRU relation ({rule}) returns None here"
-    return f"the LRU relation ({rule}) evicts [{', '.join(theirs)}]"
+        return f"the {which} relation ({rule}) returns None here"
+    return f"the {which} relation ({rule}) evicts [{', '.join(theirs)}]"

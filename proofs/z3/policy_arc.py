@@ -25,7 +25,8 @@ Hooks (`ArcHooks`; semantics "ARC"):
 
 `invariant`: the idle view is the evictable set (resident, ref 0); T1 and T2
 disjoint and together the residents; B1 and B2 disjoint and not resident;
-`0 <= target <= N`; `|B1| <= N` and `|B2| <= N`. `claims`: a prepare_store's
+`0 <= target <= N`; `|B1| <= N` and `|B2| <= N`; ghost stamps distinct within a
+list and below the ghost clock. `claims`: a prepare_store's
 victims are evictable keys outside the batch.
 """
 
@@ -75,6 +76,10 @@ class ArcState:
     b2: VecFn
     idle: VecFn
     target: Term
+    gstamp: VecFn
+    """A ghost's recency within its ghost list (larger is more recent)."""
+    gclock: Term
+    """Above every ghost's stamp."""
 
 
 def fresh(world: BoundedWorld, prefix: str) -> ArcState:
@@ -82,8 +87,23 @@ def fresh(world: BoundedWorld, prefix: str) -> ArcState:
         return VecFn(tuple(z3.Bool(f"{prefix}.arc.{name}{i}") for i in range(world.keys)))
 
     return ArcState(
-        vec("t1"), vec("t2"), vec("b1"), vec("b2"), vec("idle"), z3.Real(f"{prefix}.arc.target")
+        vec("t1"),
+        vec("t2"),
+        vec("b1"),
+        vec("b2"),
+        vec("idle"),
+        z3.Real(f"{prefix}.arc.target"),
+        VecFn(tuple(z3.Int(f"{prefix}.arc.gstamp{i}") for i in range(world.keys))),
+        z3.Int(f"{prefix}.arc.gclock"),
     )
+
+
+def _ghost(p: ArcState, k: Term, when: Term) -> ArcState:
+    """`k` becomes (or stays) a ghost at its list's most-recent end."""
+    stamp = p.gstamp.set(k, p.gclock, when)
+    if not isinstance(stamp, VecFn):
+        raise TypeError("a finite world's function")
+    return replace(p, gstamp=stamp, gclock=p.gclock + z3.If(when, 1, 0))
 
 
 def _count(f: VecFn) -> Term:
@@ -170,7 +190,16 @@ def compose(
     if step.op == "reset_cache":
         no = VecFn(tuple(z3.BoolVal(False) for _ in range(world.keys)))
         go = z3.Not(step.rejected)
-        cleared = ArcState(no, no, no, no, no if hooks.clears_idle else pre.idle, z3.RealVal(0))
+        cleared = ArcState(
+            no,
+            no,
+            no,
+            no,
+            no if hooks.clears_idle else pre.idle,
+            z3.RealVal(0),
+            pre.gstamp,
+            pre.gclock,
+        )
 
         def pick(x: VecFn, y: VecFn) -> VecFn:
             return VecFn(tuple(z3.If(go, a, b) for a, b in zip(x.vals, y.vals, strict=True)))
@@ -182,6 +211,8 @@ def compose(
             pick(cleared.b2, pre.b2),
             pick(cleared.idle, pre.idle),
             z3.If(go, cleared.target, pre.target),
+            pre.gstamp,
+            pre.gclock,
         )
         return ArcStep(pre, post, facts, victims)
     batch = len(c.keys)
@@ -192,7 +223,9 @@ def compose(
                 continue
             v = a.key
             outside = z3.And(*[z3.Implies(in_batch[i], v != k) for i, k in enumerate(c.keys)])
-            facts.append(z3.Implies(a.active, z3.And(pre.idle(v), outside)))
+            facts.append(
+                z3.Implies(a.active, z3.And(pre.idle(v), z3.Or(pre.t1(v), pre.t2(v)), outside))
+            )
             victims.append((v, a.active))
             from_t1 = z3.And(a.active, p.t1(v))
             from_t2 = z3.And(a.active, p.t2(v))
@@ -204,8 +237,25 @@ def compose(
                 b2=_set(p.b2, v, True, from_t2),
                 idle=_set(p.idle, v, False, a.active),
             )
+            p = _ghost(p, v, a.active)
         if hooks.trims:
-            p = replace(p, b1=_trim(p.b1, cap, "b1", facts), b2=_trim(p.b2, cap, "b2", facts))
+            p = replace(p, b1=_trim(p.b1, p.gstamp, cap), b2=_trim(p.b2, p.gstamp, cap))
+        if step.need is not None:  # evict fails exactly when too few keys are eligible
+            eligible = [
+                z3.And(
+                    pre.idle(u),
+                    z3.Or(pre.t1(u), pre.t2(u)),
+                    *[z3.Implies(in_batch[i], k != u) for i, k in enumerate(c.keys)],
+                )
+                for u in range(world.keys)
+            ]
+            refused = z3.Or(step.duplicate, *step.refused)
+            facts.append(
+                z3.Implies(
+                    z3.And(z3.Not(refused), step.need > 0),
+                    c.supplied == (z3.Sum([z3.If(e, 1, 0) for e in eligible]) >= step.need),
+                )
+            )
     for a in step.actors:
         if a.event is CpuEvent.EVICT:
             continue
@@ -238,16 +288,21 @@ def compose(
             p = replace(
                 p, t1=_set(p.t1, k, False, promote), t2=_set(p.t2, k, True, promote), target=target
             )
+            p = _ghost(p, k, z3.Or(hit1, hit2))
     return ArcStep(pre, p, facts, victims)
 
 
-def _trim(f: VecFn, cap: Term, name: str, facts: list[Term]) -> VecFn:
-    """Some of the ghosts kept, `min(|f|, cap)` of them (which ones is order's)."""
-    keep = [z3.FreshBool(f"keep.{name}") for _ in f.vals]
-    out = VecFn(tuple(z3.And(v, kp) for v, kp in zip(f.vals, keep, strict=True)))
-    n = _count(f)
-    facts.append(_count(out) == z3.If(n <= cap, n, cap))
-    return out
+def _trim(f: VecFn, stamp: VecFn, cap: Term) -> VecFn:
+    """The ghost list trimmed from its least-recent end to `cap` ghosts: a ghost stays
+    when fewer than `cap` ghosts of its list are more recent."""
+    n = len(f.vals)
+
+    def newer(k: int) -> Term:
+        return z3.Sum(
+            [z3.If(z3.And(f.vals[u], stamp.vals[u] > stamp.vals[k]), 1, 0) for u in range(n)]
+        )
+
+    return VecFn(tuple(z3.And(f.vals[k], newer(k) < cap) for k in range(n)))
 
 
 def invariant(world: BoundedWorld, m: MState, p: ArcState) -> dict[str, Term]:
@@ -276,6 +331,20 @@ def invariant(world: BoundedWorld, m: MState, p: ArcState) -> dict[str, Term]:
         ),
         "arc_target_within_0_capacity": z3.And(p.target >= 0, p.target <= z3.ToReal(m.cap)),
         "arc_ghosts_bounded": z3.And(_count(p.b1) <= m.cap, _count(p.b2) <= m.cap),
+        "arc_ghost_stamps_below_clock": z3.And(
+            *[z3.Implies(z3.Or(p.b1(k), p.b2(k)), p.gstamp(k) < p.gclock) for k in keys]
+        ),
+        "arc_ghost_stamps_distinct": z3.And(
+            *[
+                z3.Implies(
+                    z3.Or(z3.And(p.b1(a), p.b1(b)), z3.And(p.b2(a), p.b2(b))),
+                    p.gstamp(a) != p.gstamp(b),
+                )
+                for a in keys
+                for b in keys
+                if a < b
+            ]
+        ),
     }
 
 

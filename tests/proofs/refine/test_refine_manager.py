@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from evictable.impl.manager import CPUOffloadingManager
 from evictable.model.errors import InvalidArgumentError
 from evictable.model.manager import ModelManager
 from evictable.model.types import ManagerSnapshot
@@ -21,6 +22,7 @@ from evictable.proofs.refine import manager_shape
 from evictable.proofs.refine.conformance import RefinementObserver
 from evictable.proofs.refine.manager import ManagerOracle
 from evictable.proofs.refine.manager_walk import check_refinement
+from evictable.proofs.z3.policy_arc import ARC_HOOKS
 from tests.obligation_checks import assert_proved, refuted_control
 
 OBLIGATIONS = {ob.name: ob for ob in refine_manager.obligations("quick")}
@@ -313,3 +315,44 @@ def _judge_lru(
     oracle: ManagerOracle, before: ManagerSnapshot, after: ManagerSnapshot, reply: Reply
 ) -> str | None:
     return oracle.judge("touch", (["a"],), {}, reply, before, after)
+
+
+ARC_BUGS: dict[str, str] = {
+    "touch_promotes_pending": "arc.t2 of",
+    "ghosts_never_trimmed": "arc.b1",
+    "b2_hit_grows_target": "arc.target: the relation 0.0, the code 1.0",
+    "b1_hit_inverted_ratio": "arc.target:",
+    "pinned_stays_idle": "arc.idle of",
+}
+"""ARC's list and target bugs, each caught by the conformance observer when the
+manager relation is composed with ARC's hook relations (`z3.policy_arc`), naming the
+field (membership, ghost order, target, idle view) that left it."""
+
+
+@pytest.mark.parametrize("name", sorted(ARC_BUGS))
+def test_the_arc_composed_relation_catches_an_arc_bug(name: str) -> None:
+    bug = by_name(name)
+    observer = RefinementObserver(ManagerOracle(arc=ARC_HOOKS))
+    record = run_conformance(
+        bug.factory, "arc", 10, 20, 0, inject_faults=True, stop_at_first=True, observer=observer
+    )
+    assert record.status == "failed"
+    assert "left the proved relation" in record.reason, record.reason
+    assert ARC_BUGS[name] in record.reason, record.reason
+
+
+def test_the_arc_composed_relation_admits_the_implementation() -> None:
+    observer = RefinementObserver(ManagerOracle(arc=ARC_HOOKS))
+    record = run_conformance(
+        CPUOffloadingManager, "arc", 3, 15, 0, inject_faults=True, observer=observer
+    )
+    assert record.status == "passed", record.reason
+    assert observer.steps > 0
+
+
+def test_no_t1_fallback_is_caught_by_the_arc_composed_walk() -> None:
+    bounds = Bounds(slots=2, keys=4, max_ref=1, batch=2, policy="arc")
+    outcome = check_refinement(bounds, factory=by_name("no_t1_fallback").factory, arc=ARC_HOOKS)
+    assert outcome.status is Status.COUNTEREXAMPLE
+    first = outcome.counterexample.splitlines()[0]
+    assert "it returned None; the ARC relation" in first, first

@@ -62,12 +62,9 @@ from evictable.proofs.refine.manager_shape import (
     pre_values,
 )
 from evictable.proofs.refine.policy_shape import (
-    arc_post_values,
-    arc_pre_values,
-    lru_post_values,
-    lru_pre_values,
     policy_keys,
     policy_of,
+    policy_values,
     policy_victims,
 )
 from evictable.proofs.z3.manager_ops import MANAGER, Variant, event_of
@@ -247,16 +244,12 @@ class ManagerOracle:
         call = _Call(op, keys, victims, supplied, index, names)
         call.pre = pre_values(before, index, size, slots)
         call.post = observed_values(after, index, size, slots)
-        if policy == "lru":
-            if policy_of(after) != "lru":
-                return f"{op}{_args(keys)}: the LRU's snapshot after the call is {after.policy!r}"
-            call.pre.update(lru_pre_values(before, index, size))
-            call.post.update(lru_post_values(after, index, size))
-        if policy == "arc":
-            if policy_of(after) != "arc":
-                return f"{op}{_args(keys)}: ARC's snapshot after the call is {after.policy!r}"
-            call.pre.update(arc_pre_values(before, index, size))
-            call.post.update(arc_post_values(after, index, size))
+        if policy is not None:
+            values = policy_values(policy, before, after, index, size)
+            if isinstance(values, str):
+                return f"{op}{_args(keys)}: {values}"
+            call.pre.update(values[0])
+            call.post.update(values[1])
         seen = (
             (shape.op, shape.world.keys, shape.slots, shape.batch),
             tuple(call.pre.values()),

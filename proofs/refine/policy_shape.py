@@ -1,8 +1,11 @@
-"""The policy's part of a refinement shape: the LRU's own state, bound to the code.
+"""The policy's part of a refinement shape: the LRU's or ARC's own state, bound to the code.
 
-A shape of the manager relation (`manager_shape`) may carry the LRU's relation
-composed with it (`z3.policy_lru.compose`, the relation `policy.lru.*` prove). The
-concrete LRU state is read off the snapshot's evictable list (least recent first):
+A shape of the manager relation (`manager_shape`) may carry a policy's relation
+composed with it: the LRU's (`z3.policy_lru.compose`, the relation `policy.lru.*`
+prove) or ARC's (`z3.policy_arc.compose`, `policy.arc.*`: T1/T2/B1/B2 membership,
+the idle view, the ghost lists' order as chains, the target within
+`TARGET_TOLERANCE`; `arc_part`). The concrete LRU state is read off the snapshot's
+evictable list (least recent first):
 
 * pre-state: `lru.listed[k]` (in the list), `lru.stamp[k]` (its position, 0 when not
   listed), `lru.clock` (the list's length) -- one stamping of the order; every other
@@ -50,6 +53,7 @@ __all__ = [
     "lru_pre_values",
     "policy_keys",
     "policy_of",
+    "policy_values",
     "policy_victims",
 ]
 
@@ -195,6 +199,21 @@ def arc_post_values(snap: ManagerSnapshot, index: dict[Hashable, int], keys: int
         for k in range(keys):
             out[f"arc.{g}.rank[{k}]"] = pos.get(k, -1)
     return out
+
+
+def policy_values(
+    policy: str,
+    before: ManagerSnapshot,
+    after: ManagerSnapshot,
+    index: dict[Hashable, int],
+    keys: int,
+) -> tuple[dict[str, Any], dict[str, Any]] | str:
+    """The policy part's pre-state and observed values of one call, or why not."""
+    if policy_of(after) != policy:
+        return f"the {policy} snapshot after the call is {after.policy!r}"
+    if policy == "lru":
+        return lru_pre_values(before, index, keys), lru_post_values(after, index, keys)
+    return arc_pre_values(before, index, keys), arc_post_values(after, index, keys)
 
 
 def policy_keys(snap: ManagerSnapshot) -> tuple[Hashable, ...]:

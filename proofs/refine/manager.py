@@ -116,7 +116,8 @@ class _Call:
 
 @dataclass
 class OracleCache:
-    """What oracles of one relation (one machine, one variant) can share: the shapes
+    """What oracles of one relation (one machine, one variant, one set of policy hook
+    relations) can share: the shapes
     built, the functionality shown, the calls admitted. Pass one to several
     `ManagerOracle`s of the same relation (the runs of one process) to build each
     shape once."""

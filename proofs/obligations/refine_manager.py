@@ -8,7 +8,11 @@ relation drifted from the code (its `prepare_store` ignores the free stack), a
 relation that leaves a field free (it admits two outcomes of one call), a model that
 forgets `mark_evictable`, and implementations broken in the manager (counters, slot
 reuse, a failed store's slot) and, for ARC, in the policy (a pinned record left
-idle).
+idle). For the LRU the relation is composed with the LRU's hook relations
+(`z3.policy_lru`), so its control also holds an LRU relation that picks the most
+recent victims and the LRU's order bugs (touch order, victim order, a touch that
+lists pinned keys, a copy that loses recency), sought in a world where one call
+evicts two victims (`ORDER_BOUNDS`).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from evictable.proofs.base.levels import Level
 from evictable.proofs.base.records import Kind, Obligation, Outcome, Status, proved, refuted
 from evictable.proofs.controls.catalogue import by_name
 from evictable.proofs.controls.encodings import forgetting
+from evictable.proofs.controls.policy_relations import LRU_CONTROLS
 from evictable.proofs.controls.tables import MissesMarkEvictableOnLoadEnd
 from evictable.proofs.explore.coverage import RecordingModel
 from evictable.proofs.lockstep.conformance import run_conformance
@@ -87,6 +92,23 @@ _IMPL_BUGS: dict[str, tuple[str, ...]] = {
 }
 """Seeded implementation bugs (`controls.catalogue`) each control run must catch."""
 
+ORDER_BOUNDS = Bounds(slots=2, keys=4, max_ref=1, batch=2)
+"""Where the LRU's order bugs are sought: two free keys besides two resident ones,
+so that one call evicts two victims (victim order) and a touch moves two."""
+
+_ORDER_BUGS: tuple[str, ...] = (
+    "forward_touch",
+    "victims_most_recent_first",
+    "touch_moves_pinned",
+    "copy_loses_recency",
+)
+"""Seeded LRU policy bugs the composed relation catches (`policy.lru.*`'s hooks)."""
+
+_LRU_BROKEN = dict(LRU_CONTROLS["prepare_store"])[
+    "victims chosen most recent first (VictimsMostRecentFirst's order)"
+]
+"""The LRU relation drifted: victims most recent first (`controls.policy_relations`)."""
+
 
 def _controls(bounds: Bounds, policy: str) -> dict[str, Callable[[], Outcome]]:
     out: dict[str, Callable[[], Outcome]] = {
@@ -103,6 +125,15 @@ def _controls(bounds: Bounds, policy: str) -> dict[str, Callable[[], Outcome]]:
         out[f"implementation {name}"] = partial(
             check_refinement, bounds, factory=factory, cache=_CACHES["manager"]
         )
+    if policy == "lru":
+        out["LRU relation chooses victims most recent first"] = partial(
+            check_refinement, ORDER_BOUNDS, lru=_LRU_BROKEN
+        )
+        for name in _ORDER_BUGS:
+            factory = by_name(name).factory
+            out[f"implementation {name}"] = partial(
+                check_refinement, ORDER_BOUNDS, factory=factory, cache=_CACHES["manager"]
+            )
     return out
 
 
@@ -184,11 +215,22 @@ def obligations(level: Level) -> list[Obligation]:
                 _every(_controls(bounds, policy)),
                 "every broken variant is caught: a relation that ignores the free stack, "
                 "one that leaves num_pending free, a model that forgets mark_evictable, "
-                f"implementations {', '.join(_IMPL_BUGS[policy])}",
+                f"implementations {', '.join(_IMPL_BUGS[policy])}"
+                + (
+                    "; and, composed with the LRU's hook relations, an LRU relation whose "
+                    f"victims are the most recent, implementations {', '.join(_ORDER_BUGS)}"
+                    if policy == "lru"
+                    else ""
+                ),
                 tags=("refine", "manager"),
                 batch="refine.manager",
                 kind=Kind.EXPLORED,
                 bounds=bounds.describe(),
+                negative_bounds=(
+                    f"{bounds.describe()}; the LRU order controls at {ORDER_BOUNDS.describe()}"
+                    if policy == "lru"
+                    else None
+                ),
             )
         )
         out.append(

@@ -20,6 +20,7 @@ GROUPS: tuple[str, ...] = (
     "evictable.proofs.obligations.z3_enabledness",
     "evictable.proofs.obligations.z3_manager",
     "evictable.proofs.obligations.z3_bmc",
+    "evictable.proofs.obligations.z3_policy",
     "evictable.proofs.obligations.refine_bridges",
     "evictable.proofs.obligations.refine_manager",
     "evictable.proofs.obligations.z3_eviction",

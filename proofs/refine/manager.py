@@ -61,8 +61,16 @@ from evictable.proofs.refine.manager_shape import (
     observed_values,
     pre_values,
 )
+from evictable.proofs.refine.policy_shape import (
+    policy_keys,
+    policy_of,
+    policy_values,
+    policy_victims,
+)
 from evictable.proofs.z3.manager_ops import MANAGER, Variant, event_of
 from evictable.proofs.z3.manager_state import SS
+from evictable.proofs.z3.policy_arc import ARC_HOOKS, ArcHooks
+from evictable.proofs.z3.policy_lru import LRU_HOOKS, LruHooks
 from evictable.proofs.z3.solver import check, check_assumed, unknown
 
 __all__ = ["STATE_METHODS", "ManagerOracle", "OracleCache", "op_name"]
@@ -108,12 +116,13 @@ class _Call:
 
 @dataclass
 class OracleCache:
-    """What oracles of one relation (one machine, one variant) can share: the shapes
+    """What oracles of one relation (one machine, one variant, one set of policy hook
+    relations) can share: the shapes
     built, the functionality shown, the calls admitted. Pass one to several
     `ManagerOracle`s of the same relation (the runs of one process) to build each
     shape once."""
 
-    shapes: dict[tuple[str, int, int, int], Shape] = field(default_factory=dict)
+    shapes: dict[tuple[str, int, int, int, str | None], Shape] = field(default_factory=dict)
     admitted: set[tuple[Any, ...]] = field(default_factory=set)
     functional: dict[tuple[str, int], str | None] = field(default_factory=dict)
 
@@ -126,9 +135,18 @@ class ManagerOracle:
         machine: Machine = CPU_MACHINE,
         variant: Variant = MANAGER,
         cache: OracleCache | None = None,
+        lru: LruHooks | None = LRU_HOOKS,
+        arc: ArcHooks | None = None,
     ) -> None:
         self.machine = machine
         self.variant = variant
+        self.lru = lru
+        """The LRU's hook relations composed with the manager's on an LRU's calls
+        (None: the manager relation alone)."""
+        self.arc = arc
+        """ARC's hook relations composed with the manager's on an ARC's calls (None,
+        the default: the manager relation alone -- ARC's composed shapes cost about
+        five times as much a check, so the records that bind them choose to)."""
         cache = cache if cache is not None else OracleCache()
         self._shapes = cache.shapes
         self._admitted = cache.admitted
@@ -154,10 +172,14 @@ class ManagerOracle:
             self._functional[op, batch] = functional(self.machine, self.variant, op, batch)
         return self._functional[op, batch]
 
-    def _shape(self, op: str, keys: int, slots: int, batch: int) -> Shape:
-        key = (op, keys, slots, batch)
+    def _shape(self, op: str, keys: int, slots: int, batch: int, policy: str | None) -> Shape:
+        key = (op, keys, slots, batch, policy)
         if key not in self._shapes:
-            self._shapes[key] = build_shape(self.machine, self.variant, op, keys, slots, batch)
+            hooks = self.lru if self.lru is not None else LRU_HOOKS
+            arc = self.arc if self.arc is not None else ARC_HOOKS
+            self._shapes[key] = build_shape(
+                self.machine, self.variant, op, keys, slots, batch, policy, hooks, arc
+            )
         return self._shapes[key]
 
     def judge(
@@ -214,12 +236,21 @@ class ManagerOracle:
         if len(victims) > len(keys):
             return f"{op}{_args(keys)}: {len(victims)} victims for a call of {len(keys)} keys"
         slots = _round(max(before.num_blocks, 1), _SLOT_SIZES)
-        shape = self._shape(op, size, slots, batch)
+        policy = policy_of(before)
+        if (policy == "lru" and self.lru is None) or (policy == "arc" and self.arc is None):
+            policy = None
+        shape = self._shape(op, size, slots, batch, policy)
         names = {i: repr(k) for k, i in index.items()}
         names[size - 1] = "(an absent key)"
         call = _Call(op, keys, victims, supplied, index, names)
         call.pre = pre_values(before, index, size, slots)
         call.post = observed_values(after, index, size, slots)
+        if policy is not None:
+            values = policy_values(policy, before, after, index, size)
+            if isinstance(values, str):
+                return f"{op}{_args(keys)}: {values}"
+            call.pre.update(values[0])
+            call.post.update(values[1])
         seen = (
             (shape.op, shape.world.keys, shape.slots, shape.batch),
             tuple(call.pre.values()),
@@ -344,12 +375,23 @@ def _diagnose(shape: Shape, call: _Call, given: list[Term], reply: Reply) -> str
     if r == z3.unknown:
         raise RuntimeError(f"{call.op}: the relation was not decided: {unknown(s).detail}")
     if r != z3.sat:
+        instead = ""
+        if shape.policy is not None and call.op == "prepare_store":
+            free = shape.input_literals(call.keys, [], False, call.index, with_victims=False)
+            lits = [*shape.pre_literals(call.pre), *(free or [])]
+            obs = (call.victims, call.supplied)
+            said = policy_victims(
+                s, shape.step, shape.choice, lits, obs, call.names, shape.policy.step
+            )
+            instead = f"; {said}"
         if call.op == "prepare_store" and call.supplied:
             return (
                 f"no step of it evicts exactly {call.victims!r} (victims are distinct "
                 "listed keys outside the batch, as many as the keys to store exceed the "
-                "free slots)"
+                f"free slots){instead}"
             )
+        if call.op == "prepare_store" and instead:
+            return f"it returned None{instead}"
         if call.op == "prepare_store":
             return "it returned None, but the relation needs no victim here"
         return "the relation admits no step from this state (it is not total here)"
@@ -361,6 +403,8 @@ def _diagnose(shape: Shape, call: _Call, given: list[Term], reply: Reply) -> str
             return z3.is_true(v)
         if z3.is_int_value(v):
             return v.as_long()
+        if z3.is_rational_value(v):
+            return float(v.as_fraction())
         return SS.decode(v)
 
     broken = [n for n, t in shape.invariant.items() if value(t) is False]
@@ -451,7 +495,7 @@ def _universe(
     for snap in (before, after):
         for e in sorted(snap.blocks, key=lambda e: e.slot):
             seen.setdefault(e.key, None)
-        for k in evictable_view(snap.policy) or ():
+        for k in (*(evictable_view(snap.policy) or ()), *policy_keys(snap)):
             seen.setdefault(k, None)
     for k in (*keys, *victims):
         seen.setdefault(k, None)

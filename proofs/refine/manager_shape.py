@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import Any
 
 import z3
@@ -33,6 +34,7 @@ import z3
 from evictable.model.lifecycle import CPU_MACHINE, CpuState, Machine
 from evictable.model.types import ManagerSnapshot, evictable_view
 from evictable.proofs.base.records import HANG_BACKSTOP_S
+from evictable.proofs.refine.policy_shape import PolicyPart, arc_part, lru_part
 from evictable.proofs.z3.manager_ops import MANAGER, Choice, Step, Variant, choice, relation
 from evictable.proofs.z3.manager_state import (
     SS,
@@ -43,6 +45,8 @@ from evictable.proofs.z3.manager_state import (
     invariant,
     resident,
 )
+from evictable.proofs.z3.policy_arc import ARC_HOOKS, ArcHooks
+from evictable.proofs.z3.policy_lru import LRU_HOOKS, LruHooks
 from evictable.proofs.z3.solver import check, ground_solver, solver, unknown
 
 __all__ = [
@@ -76,6 +80,8 @@ class Shape:
     invariant: dict[str, Term]
     """The proved invariant's clauses, of the pre-state."""
     variant: Variant = MANAGER
+    policy: PolicyPart | None = None
+    """The policy's relation composed with the manager's (`refine.policy_shape`)."""
     _twin: Term | None = None
     _literals: dict[tuple[str, Any], Term] = field(default_factory=dict)
     _slots_of_keys: dict[int, Term] = field(default_factory=dict)
@@ -93,8 +99,17 @@ class Shape:
         return [self._literal(self.pre_terms, n, values[n]) for n in self.pre_terms]
 
     def post_literals(self, values: dict[str, Any]) -> list[Term]:
-        """The observed post-state fixed to `values` (`observed_values`)."""
-        return [self._literal(self.observed, n, values[n]) for n in self.observed]
+        """The observed post-state fixed to `values` (`observed_values`; the policy's
+        fields as its part says: `PolicyPart.post_literals`)."""
+        part = self.policy
+        if part is None:
+            return [self._literal(self.observed, n, values[n]) for n in self.observed]
+        mine = [
+            self._literal(self.observed, n, values[n])
+            for n in self.observed
+            if n not in part.observed
+        ]
+        return mine + part.post_literals({n: values[n] for n in part.observed})
 
     def input_literals(
         self,
@@ -102,9 +117,11 @@ class Shape:
         victims: Sequence[Hashable],
         supplied: bool,
         index: dict[Hashable, int],
+        with_victims: bool = True,
     ) -> list[Term] | None:
         """The call's inputs: its batch, the policy's victims and whether it supplied
-        them (padding with the absent key); None when a key is outside the world."""
+        them (padding with the absent key); None when a key is outside the world.
+        `with_victims=False`: the batch only (the policy's choice left free)."""
         absent = self.world.keys - 1
         ids = [index.get(k, -1) for k in keys]
         vids = [index.get(v, -1) for v in victims]
@@ -115,6 +132,8 @@ class Shape:
         for i in range(self.batch):
             k = ids[i] if i < len(ids) else absent
             out.append(self._input(f"key{i}={k}", c.keys[i] == k))
+        if not with_victims:
+            return out
         for j in range(self.batch):
             v = vids[j] if j < len(vids) else absent
             out.append(self._input(f"victim{j}={v}", c.victims[j] == v))
@@ -152,6 +171,8 @@ class Shape:
 
 
 def _equals(term: Term, value: Any) -> Term:
+    if isinstance(value, float):
+        return term == z3.RealVal(str(Fraction(value)))
     if isinstance(value, bool):
         return term if value else z3.Not(term)
     if isinstance(value, CpuState):
@@ -220,16 +241,40 @@ def _reply_terms(step: Step, c: Choice) -> list[Term]:
 
 
 def build_shape(
-    machine: Machine, variant: Variant, op: str, keys: int, slots: int, batch: int
+    machine: Machine,
+    variant: Variant,
+    op: str,
+    keys: int,
+    slots: int,
+    batch: int,
+    policy: str | None = None,
+    hooks: LruHooks = LRU_HOOKS,
+    arc_hooks: ArcHooks = ARC_HOOKS,
 ) -> Shape:
     """The relation of `op` over `keys` keys, `slots` slots and batches of up to
-    `batch` keys, with a solver holding it (its functionality is `functional`'s)."""
+    `batch` keys, with a solver holding it (its functionality is `functional`'s);
+    with `policy` "lru", the LRU's hook relations (`hooks`) composed with it."""
     world = BoundedWorld(keys=keys, slots=max(slots, 1))
     pre = replace(world.fresh("pre"), cap=z3.Int("pre.capacity"))
     c = _inputs(batch, "call")
     step = relation(world, machine, op, pre, c, "step", variant)
     s = ground_solver(HANG_BACKSTOP_S)
     s.add(*step.facts)
+    observed = observables(world, slots, step.post)
+    pre_terms = _pre_terms(world, pre)
+    inv = invariant(world, pre)
+    part = None
+    if policy == "lru":
+        part = lru_part(world, step, c, pre, hooks)
+    elif policy == "arc":
+        part = arc_part(world, step, c, pre, arc_hooks)
+    if part is not None:
+        s.add(*part.facts)
+        observed.update(part.observed)
+        pre_terms.update(part.pre_terms)
+        inv = part.invariant
+    elif policy is not None:
+        raise ValueError(f"no relation of the policy {policy!r}")
     return Shape(
         op,
         machine,
@@ -240,10 +285,11 @@ def build_shape(
         c,
         step,
         s,
-        observables(world, slots, step.post),
-        _pre_terms(world, pre),
-        invariant(world, pre),
+        observed,
+        pre_terms,
+        inv,
         variant,
+        part,
     )
 
 

@@ -7,7 +7,9 @@ ways, the first failure ends the walk with its shortest trace:
 1. the **manager relation** `z3.manager_ops.relation` -- the one
    `manager.consecution.*` and `bmc.manager` prove their claims of -- admits what the
    model did and what the implementation did, and admits nothing else
-   (`refine.manager.ManagerOracle`; docs/proofs.md, "Refinement");
+   (`refine.manager.ManagerOracle`; docs/proofs.md, "Refinement"); for an LRU,
+   composed with the LRU's hook relations (`z3.policy_lru`, proved by
+   `policy.lru.*`), so the victims and the list's order are the relation's too;
 2. each key's step is a step of the table relation T (`bridges.judge_keys`: state,
    ref count, membership in the policy's evictable view), and a refusal names a
    pair T rejects;
@@ -31,6 +33,8 @@ from evictable.proofs.explore.coverage import Call, RecordingModel, edges
 from evictable.proofs.refine.bridges import Oracle, judge_counters, judge_keys
 from evictable.proofs.refine.manager import ManagerOracle, OracleCache
 from evictable.proofs.z3.manager_ops import MANAGER, Variant
+from evictable.proofs.z3.policy_arc import ArcHooks
+from evictable.proofs.z3.policy_lru import LRU_HOOKS, LruHooks
 
 __all__ = ["Refinement", "check_refinement"]
 
@@ -81,12 +85,17 @@ def check_refinement(
     model: type[RecordingModel] = RecordingModel,
     variant: Variant = MANAGER,
     cache: OracleCache | None = None,
+    lru: LruHooks | None = LRU_HOOKS,
+    arc: ArcHooks | None = None,
 ) -> Outcome:
     """Every call on every reachable state within `bounds`, model and implementation
     (`factory`), is a step of the manager relation (`variant` of it), of the table
     relation per key, and of the counter rule (see the module docstring). `cache`:
-    shapes shared with other runs of the same relation (`OracleCache`)."""
-    judges = Refinement(ManagerOracle(model.machine, variant, cache), Oracle(model.machine))
+    shapes shared with other runs of the same relation (`OracleCache`); `lru`: the
+    LRU's hook relations composed with the manager's on an LRU's calls, `arc` ARC's
+    on an ARC's (None: none)."""
+    oracle = ManagerOracle(model.machine, variant, cache, lru, arc)
+    judges = Refinement(oracle, Oracle(model.machine))
     walk = edges(bounds, judges.judge, model, factory)
     figures = f"{walk.states} states, {walk.transitions} calls; {judges.figures()}"
     if walk.failure is not None:

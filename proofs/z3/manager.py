@@ -75,6 +75,7 @@ __all__ = [
     "consecution_query",
     "counterexample_world",
     "decide",
+    "failed_claims",
     "render_key",
     "render_step",
     "search_consecution",
@@ -105,7 +106,7 @@ Term = Any
 # ------------------------------------------------------------------ checks
 
 
-def _failed_claims(claims: dict[str, Term], assumptions: list[Term], backstop_s: float) -> Outcome:
+def failed_claims(claims: dict[str, Term], assumptions: list[Term], backstop_s: float) -> Outcome:
     """All claims at once (quantified: the unbounded world); a failure is re-checked
     claim by claim to name the ones that fail."""
     whole = z3_valid(z3.And(*claims.values()), backstop_s, lambda _m: "", assumptions)
@@ -179,7 +180,7 @@ def decide(
     if lemma is not None:
         return lemma(backstop_s)
     claims, assumptions, _ = make(UNBOUNDED, batch)
-    return _failed_claims(claims, assumptions, backstop_s)
+    return failed_claims(claims, assumptions, backstop_s)
 
 
 SEARCH_BATCH = 1

@@ -140,6 +140,9 @@ class Step:
     """The call repeats a key (and is refused for it)."""
     refused: tuple[Term, ...] = ()
     """Per batch position: the table refuses that key's event (input order)."""
+    need: Term | None = None
+    """`prepare_store`: the victims needed (keys to store minus free slots; may be
+    <= 0), which the policy relations (`proofs.z3.policy_*`) use to decide supply."""
 
 
 # ------------------------------------------------------------------ one key, one event

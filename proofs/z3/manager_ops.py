@@ -351,6 +351,8 @@ def relation(
         fold.duplicated,
         tuple(refused),
     )
+    if op == "prepare_store":
+        step.need = need
     _common(step, machine, c, in_batch, fold)
     return step
 

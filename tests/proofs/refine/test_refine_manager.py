@@ -6,20 +6,23 @@ from __future__ import annotations
 
 import pytest
 
+from evictable.impl.manager import CPUOffloadingManager
 from evictable.model.errors import InvalidArgumentError
 from evictable.model.manager import ModelManager
 from evictable.model.types import ManagerSnapshot
 from evictable.proofs.base.bounds import Bounds
-from evictable.proofs.base.compare import invoke
+from evictable.proofs.base.compare import Reply, invoke
 from evictable.proofs.base.records import Kind, Status
 from evictable.proofs.controls.catalogue import by_name
 from evictable.proofs.controls.mutant import Edit, mutant_function
+from evictable.proofs.controls.policy_relations import LRU_CONTROLS
 from evictable.proofs.lockstep.conformance import run_conformance
 from evictable.proofs.obligations import refine_manager
 from evictable.proofs.refine import manager_shape
 from evictable.proofs.refine.conformance import RefinementObserver
 from evictable.proofs.refine.manager import ManagerOracle
 from evictable.proofs.refine.manager_walk import check_refinement
+from evictable.proofs.z3.policy_arc import ARC_HOOKS
 from tests.obligation_checks import assert_proved, refuted_control
 
 OBLIGATIONS = {ob.name: ob for ob in refine_manager.obligations("quick")}
@@ -198,8 +201,9 @@ CAUGHT_BY_THE_WALK = (
     "pinned_stays_idle",
 )
 """The catalogue's manager bugs the refinement walk shows as a step the relation does
-not admit. (The others: victim and recency orders, ARC's lists and target -- the
-policies' own state, not the manager relation's; bugs that show only with a policy
+not admit. (The others: the LRU's victim and recency orders, caught by the relation
+composed with the LRU's hook relations, `ORDER_BUGS`; ARC's lists and target -- ARC's
+own state is not bound yet; bugs that show only with a policy
 hook failing, `CAUGHT_WITH_FAULTS`; a copy sharing state, seen by the comparison's
 copy round trips; a corrupted list and an endless walk, below.)"""
 
@@ -245,3 +249,110 @@ def test_the_conformance_observer_names_the_relation_for_a_fault_bug(name: str) 
     )
     assert record.status == "failed"
     assert "raised InjectedFault, but the state changed" in record.reason
+
+
+ORDER_BUGS: dict[str, str] = {
+    "forward_touch": "left the proved relation: lru.rank of 'a': the relation 1, the code 0",
+    "victims_most_recent_first": "no step of it evicts exactly ['b', 'a']",
+    "touch_moves_pinned": "lru.rank of 'a': the relation -1, the code 0",
+    "copy_loses_recency": "lru.rank of",
+}
+"""The LRU's order bugs, each caught by the manager relation composed with the LRU's
+hook relations (`z3.policy_lru`), with the field that left it."""
+
+
+@pytest.mark.parametrize("name", sorted(ORDER_BUGS))
+def test_the_composed_relation_catches_an_lru_order_bug(name: str) -> None:
+    bug = by_name(name)
+    outcome = check_refinement(refine_manager.ORDER_BOUNDS, factory=bug.factory)
+    assert outcome.status is Status.COUNTEREXAMPLE
+    first = outcome.counterexample.splitlines()[0]
+    assert first.startswith("the implementation: "), first
+    assert ORDER_BUGS[name] in first, first
+
+
+@pytest.mark.parametrize("name", ["forward_touch", "victims_most_recent_first"])
+def test_the_manager_relation_alone_misses_the_order_bugs(name: str) -> None:
+    outcome = check_refinement(refine_manager.ORDER_BOUNDS, factory=by_name(name).factory, lru=None)
+    assert outcome.status is Status.PROVED, outcome.counterexample
+
+
+@pytest.mark.parametrize("name", ["forward_touch", "victims_most_recent_first"])
+def test_the_conformance_observer_catches_an_lru_order_bug(name: str) -> None:
+    bug = by_name(name)
+    record = run_conformance(
+        bug.factory, bug.policy, 30, 30, 0, stop_at_first=True, observer=RefinementObserver()
+    )
+    assert record.status == "failed"
+    assert "left the proved relation" in record.reason
+    assert ("lru.rank of" if name == "forward_touch" else "the LRU relation") in record.reason
+
+
+def test_a_broken_lru_relation_is_left_by_the_model() -> None:
+    broken = dict(LRU_CONTROLS["prepare_store"])[
+        "victims chosen most recent first (VictimsMostRecentFirst's order)"
+    ]
+    outcome = check_refinement(refine_manager.ORDER_BOUNDS, lru=broken)
+    assert outcome.status is Status.COUNTEREXAMPLE
+    assert outcome.counterexample.startswith("the model: prepare_store(")
+
+
+def test_a_reordered_lru_list_is_refused() -> None:
+    oracle = ManagerOracle()
+    m = ModelManager(3, "lru", False)
+    for method, args in [("prepare_store", ["a", "b"]), ("complete_store", ["a", "b"])]:
+        assert _judge(oracle, m, method, args) is None
+    before = m.snapshot()
+    reply = invoke(m.touch, ["a"])
+    after = m.snapshot()
+    assert _judge_lru(oracle, before, after, reply) is None
+    swapped = ManagerSnapshot(**{**after.__dict__, "policy": before.policy})
+    why = _judge_lru(oracle, before, swapped, reply)
+    assert why is not None and "lru.rank of 'a': the relation 1, the code 0" in why
+
+
+def _judge_lru(
+    oracle: ManagerOracle, before: ManagerSnapshot, after: ManagerSnapshot, reply: Reply
+) -> str | None:
+    return oracle.judge("touch", (["a"],), {}, reply, before, after)
+
+
+ARC_BUGS: dict[str, str] = {
+    "touch_promotes_pending": "arc.t2 of",
+    "ghosts_never_trimmed": "arc.b1",
+    "b2_hit_grows_target": "arc.target: the relation 0.0, the code 1.0",
+    "b1_hit_inverted_ratio": "arc.target:",
+    "pinned_stays_idle": "arc.idle of",
+}
+"""ARC's list and target bugs, each caught by the conformance observer when the
+manager relation is composed with ARC's hook relations (`z3.policy_arc`), naming the
+field (membership, ghost order, target, idle view) that left it."""
+
+
+@pytest.mark.parametrize("name", sorted(ARC_BUGS))
+def test_the_arc_composed_relation_catches_an_arc_bug(name: str) -> None:
+    bug = by_name(name)
+    observer = RefinementObserver(ManagerOracle(arc=ARC_HOOKS))
+    record = run_conformance(
+        bug.factory, "arc", 10, 20, 0, inject_faults=True, stop_at_first=True, observer=observer
+    )
+    assert record.status == "failed"
+    assert "left the proved relation" in record.reason, record.reason
+    assert ARC_BUGS[name] in record.reason, record.reason
+
+
+def test_the_arc_composed_relation_admits_the_implementation() -> None:
+    observer = RefinementObserver(ManagerOracle(arc=ARC_HOOKS))
+    record = run_conformance(
+        CPUOffloadingManager, "arc", 3, 15, 0, inject_faults=True, observer=observer
+    )
+    assert record.status == "passed", record.reason
+    assert observer.steps > 0
+
+
+def test_no_t1_fallback_is_caught_by_the_arc_composed_walk() -> None:
+    bounds = Bounds(slots=2, keys=4, max_ref=1, batch=2, policy="arc")
+    outcome = check_refinement(bounds, factory=by_name("no_t1_fallback").factory, arc=ARC_HOOKS)
+    assert outcome.status is Status.COUNTEREXAMPLE
+    first = outcome.counterexample.splitlines()[0]
+    assert "it returned None; the ARC relation" in first, first

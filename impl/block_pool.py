@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
+from evictable.impl._compat import mypyc_attr
 from evictable.impl.free_queue import FreeKVCacheBlockQueue, KVCacheBlock
 from evictable.model.block_pool import (
     BlockPoolSnapshot,
@@ -30,6 +31,7 @@ _FREE = Phase(GpuState.FREE, 0)
 """A block in the free queue: freeing it is the table's `RefCountUnderflowError`."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class BlockPool:
     """GPU KV-cache blocks: the null block, the free queue, the prefix-cache map.
 

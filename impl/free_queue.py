@@ -12,6 +12,7 @@ from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from evictable.impl._compat import mypyc_attr
 from evictable.model.errors import (
     BlockAlreadyLinkedError,
     BlockNotLinkedError,
@@ -37,6 +38,7 @@ class _SentinelMark:
 _SENTINEL: Final = _SentinelMark()
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class KVCacheBlock:
     """One GPU KV-cache block, with its intrusive free-list links.
 
@@ -122,6 +124,7 @@ class Cursor:
     generation: int
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class FreeKVCacheBlockQueue:
     """The free blocks in eviction order, as an intrusive doubly linked list.
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 
+from evictable.impl._compat import mypyc_attr
 from evictable.impl.block_pool import BlockPool
 from evictable.impl.free_queue import Cursor, KVCacheBlock
 from evictable.model.errors import (
@@ -38,6 +39,7 @@ __all__ = ["LazyOffloadScanner"]
 CapacitySource = int | Callable[[], int] | None
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class LazyOffloadScanner:
     """Walks the pool's free queue from a saved cursor, `window` blocks per step.
 

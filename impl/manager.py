@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence, Set
 
+from evictable.impl._compat import mypyc_attr
 from evictable.impl.block import BlockStatus
 from evictable.impl.policies.base import CachePolicy
 from evictable.impl.policies.factory import create_policy, is_builtin, known_policies
@@ -58,6 +59,11 @@ __all__ = ["CPUOffloadingManager", "refusal", "state_of_ref"]
 
 _MISS, _HIT_PENDING, _HIT = LookupResult.MISS, LookupResult.HIT_PENDING, LookupResult.HIT
 _ABSENT = Phase(CpuState.ABSENT, None)
+_FIELDS = (
+    *("_blocks", "_events", "_guarded", "_num_blocks", "_num_evictable", "_num_pending"),
+    *("_own_table", "_policy", "_record", "_reuse", "_slots"),
+)
+"""The fields a copy carries: all but the bound hooks `_pin` / `_unpin`."""
 
 
 def state_of_ref(ref: int) -> CpuState:
@@ -78,6 +84,7 @@ def refusal(key: Key, block: BlockStatus | None, event: CpuEvent) -> LifecycleEr
     return InvariantViolationError(["state_admits_ref"], f"{event.value} of {key!r} at {phase}")
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class CPUOffloadingManager:
     """Tracks CPU blocks (one per key): ref counts, slots, eviction through a policy.
 
@@ -136,6 +143,21 @@ class CPUOffloadingManager:
         # The two reports made on every load, bound once (the policy never changes).
         self._pin = chosen.became_pinned
         self._unpin = chosen.became_evictable
+
+    def __getstate__(self) -> dict[str, object]:
+        """Copies carry every field but the two bound policy hooks (rebound on restore:
+        a compiled policy's bound methods are atomic to `copy.deepcopy`). Complexity: O(1)."""
+        state = dict(getattr(self, "__dict__", {}))  # a subclass's own attributes
+        for name in _FIELDS:
+            state[name] = getattr(self, name)
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        """Restore `__getstate__`'s fields and rebind the hooks. Complexity: O(1)."""
+        for name, value in state.items():
+            setattr(self, name, value)
+        self._pin = self._policy.became_pinned
+        self._unpin = self._policy.became_evictable
 
     # ------------------------------------------------------------------ queries
 

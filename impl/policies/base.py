@@ -25,12 +25,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence, Set
 from typing import ClassVar, cast
 
+from evictable.impl._compat import mypyc_attr
 from evictable.impl.block import BlockStatus, sharing_records
 from evictable.model.types import Key, PolicySnapshot
 
 __all__ = ["CachePolicy"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class CachePolicy(ABC):
     """Base class of every eviction policy; resolved by name through the factory.
 

@@ -103,16 +103,12 @@ LruRemoveSwapsLast = mutant(
         """),
     ),
     Edit(  # the manager's batch path takes the keys one by one, with the mistake
-        "LRUCachePolicy",
-        lines("became_pinned = staticmethod(unlink)", 4),
-        lines(
-            """
-            def became_pinned(self, blocks: Sequence[BlockStatus]) -> None:
-                for block in blocks:
-                    self.mark_non_evictable(block.key)
-            """,
-            4,
-        ),
+        "LRUCachePolicy.became_pinned",
+        lines("unlink(blocks)"),
+        lines("""
+            for block in blocks:
+                self.mark_non_evictable(block.key)
+        """),
     ),
     name="LruRemoveSwapsLast",
     doc="`mark_non_evictable` fills the hole with the most recent entry (swap-remove).",

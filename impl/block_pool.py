@@ -62,16 +62,16 @@ class BlockPool:
         "num_blocks",
     )
 
-    def __init__(self, num_blocks: int, enable_caching: bool = True) -> None:
+    def __init__(self, num_blocks: object, enable_caching: object = True) -> None:
         """Create `num_blocks` blocks; block 0 is the null block, the rest are free.
 
         Pre: `num_blocks` is an int >= 1 (else `InvalidArgumentError`).
         Complexity: O(num_blocks).
         """
-        require_pool_size(num_blocks)
-        self.num_blocks = num_blocks
+        size = require_pool_size(num_blocks)  # `object`: validated alike in both builds
+        self.num_blocks = size
         self.enable_caching = bool(enable_caching)
-        self.blocks = [KVCacheBlock(i) for i in range(num_blocks)]
+        self.blocks = [KVCacheBlock(i) for i in range(size)]
         self.null_block = self.blocks[0]
         self.null_block.is_null = True
         self.free_block_queue = FreeKVCacheBlockQueue(self.blocks[1:])
@@ -103,7 +103,7 @@ class BlockPool:
         """The number of blocks in the free queue. Complexity: O(1)."""
         return self.free_block_queue.num_free_blocks
 
-    def get_new_blocks(self, n: int) -> list[KVCacheBlock]:
+    def get_new_blocks(self, n: object) -> list[KVCacheBlock]:
         """Allocate the `n` front blocks of the free queue, front first.
 
         Pre: `n` an int >= 0 (else `InvalidArgumentError`), at most the free blocks

@@ -119,20 +119,24 @@ class CPUOffloadingManager:
         "_unpin",
     )
 
-    def __init__(self, num_blocks: int, policy: str = "lru", enable_events: bool = False) -> None:
+    def __init__(
+        self, num_blocks: object, policy: object = "lru", enable_events: object = False
+    ) -> None:
         """Pre: `num_blocks` an int >= 0 (not a bool), `policy` a known name,
-        `enable_events` a bool; else `InvalidArgumentError`. Complexity: O(1)."""
+        `enable_events` a bool; else `InvalidArgumentError` (the parameters are typed
+        `object` so that a compiled build validates them as the pure one does).
+        Complexity: O(1)."""
         capacity = check_num_blocks(num_blocks)
-        check_policy_name(policy, known_policies())
-        check_enable_events(enable_events)
-        chosen = create_policy(policy, capacity)
+        name = check_policy_name(policy, known_policies())
+        events = check_enable_events(enable_events)
+        chosen = create_policy(name, capacity)
         table = chosen.shared_table()
         self._policy: CachePolicy = chosen
         self._num_blocks = capacity
         self._slots = SlotAllocator(capacity)
         self._num_evictable = 0
         self._num_pending = 0
-        self._events: list[OffloadingEvent] | None = [] if enable_events else None
+        self._events: list[OffloadingEvent] | None = [] if events else None
         self._own_table = table is None
         self._blocks: dict[Key, BlockStatus] = {} if table is None else table
         self._guarded = not is_builtin(type(chosen))
@@ -225,10 +229,19 @@ class CPUOffloadingManager:
         victims: list[tuple[Key, BlockStatus]] = []
         try:
             if need > 0:
-                chosen = policy.evict(need, protected)
-                if chosen is None:
-                    return None
-                victims = self._accept(chosen, need, protected) if guarded else chosen
+                # A pluggable policy's answer is read untyped (`_accept` checks it), so
+                # a compiled build sees it as the pure one does.
+                if guarded:
+                    ask: Callable[[int, Set[Key]], object] = policy.evict
+                    answer = ask(need, protected)
+                    if answer is None:
+                        return None
+                    victims = self._accept(answer, need, protected)
+                else:
+                    chosen = policy.evict(need, protected)
+                    if chosen is None:
+                        return None
+                    victims = chosen
                 if self._own_table:
                     for key, _ in victims:
                         del blocks[key]
@@ -304,7 +317,7 @@ class CPUOffloadingManager:
             seen.add(key)
         return chosen
 
-    def complete_store(self, keys: Sequence[Key], success: bool = True) -> list[Key]:
+    def complete_store(self, keys: Sequence[Key], success: object = True) -> list[Key]:
         """PENDING keys become READY (success) or ABSENT (failure); others are ignored.
 
         Post: on success each acted key is evictable (for the LRU: at the most-recent

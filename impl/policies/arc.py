@@ -81,7 +81,7 @@ class ARCCachePolicy(CachePolicy):
 
     record_class: ClassVar[type[BlockStatus]] = ArcRecord
 
-    def __init__(self, cache_capacity: int) -> None:
+    def __init__(self, cache_capacity: object) -> None:
         if (
             isinstance(cache_capacity, bool)
             or not isinstance(cache_capacity, int)
@@ -283,7 +283,7 @@ class ARCCachePolicy(CachePolicy):
 
     # ------------------------------------------------------------ eviction
 
-    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
+    def evict(self, n: object, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
         """Remove `n` idle unprotected entries in ARC order, or return None, changing nothing.
 
         Selection as the model: simulated `t1 = |T1|`; each round T1 first when

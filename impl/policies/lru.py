@@ -110,7 +110,7 @@ class LRUCachePolicy(CachePolicy):
 
     releases_evicted_records = True
 
-    def __init__(self, cache_capacity: int) -> None:
+    def __init__(self, cache_capacity: object) -> None:
         """Pre: `cache_capacity` an int >= 0, not a bool (else `InvalidArgumentError`)."""
         if (
             isinstance(cache_capacity, bool)
@@ -250,7 +250,7 @@ class LRUCachePolicy(CachePolicy):
                 unlink((block,))
                 link_last(ring, (block,))
 
-    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
+    def evict(self, n: object, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
         """Remove and return the `n` least-recent evictable keys not in `protected`.
 
         Returns None, with no change, when fewer than `n` such keys exist.

@@ -56,7 +56,7 @@ LRU = "evictable.impl.policies.lru"
 class LruEvictsMostRecent(LRUCachePolicy):
     """`evict` walks the evictable list from the most-recent end."""
 
-    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
+    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:  # type: ignore[override]
         chosen = [b for b in reversed(list(self.listed())) if b.key not in protected][:n]
         if len(chosen) < n:
             return None
@@ -184,7 +184,7 @@ class ArcEvictsPinned(ARCCachePolicy):
     """`evict` takes any resident entry, pinned (loading) or pending ones too: it reads
     every resident as idle (the bug of the ARC model control `EvictsPinned`)."""
 
-    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
+    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:  # type: ignore[override]
         for block in list(self.table.values()):
             if block.ref_cnt != 0:  # BUG: every resident counts as idle
                 block.ref_cnt = 0

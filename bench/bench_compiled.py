@@ -46,7 +46,8 @@ def _worker() -> None:
     from bench.workloads import fill, make_trace, pinned_indices, stepper
     from evictable.impl import CPUOffloadingManager
 
-    print(json.dumps({"compiled": evictable.impl.COMPILED}), flush=True)
+    compiled = getattr(evictable.impl, "COMPILED", False)  # absent before the compiled build
+    print(json.dumps({"compiled": compiled}), flush=True)
     run: Any = None
     for line in sys.stdin:
         cmd, *args = line.split()
@@ -73,10 +74,12 @@ def _worker() -> None:
 
 
 class _Worker:
-    def __init__(self, compiled: bool) -> None:
+    def __init__(self, compiled: bool, source: Path | None = None) -> None:
+        """A worker on the compiled build, or on pure Python (from `source`, another
+        checkout's `src/`, when given: the pure build against an earlier version)."""
         env = dict(os.environ)
-        paths = [str(ROOT)] + ([str(BUILD)] if compiled else [])
-        env["PYTHONPATH"] = os.pathsep.join([*reversed(paths)])
+        first = [str(BUILD)] if compiled else [str(source)] if source else []
+        env["PYTHONPATH"] = os.pathsep.join([*first, str(ROOT)])
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bench.bench_compiled", "--worker"],
             cwd=ROOT,
@@ -104,9 +107,17 @@ class _Worker:
         self.proc.wait()
 
 
-def measure(policy: str, blocks: int, pinned: float, rounds: int, chunk: int) -> dict[str, Any]:
-    """Steps per CPU second of both builds, `rounds` interleaved chunks of `chunk` steps."""
-    workers = {"pure": _Worker(False), "compiled": _Worker(True)}
+def measure(
+    policy: str, blocks: int, pinned: float, rounds: int, chunk: int, baseline: Path | None = None
+) -> dict[str, Any]:
+    """Steps per CPU second of both builds, `rounds` interleaved chunks of `chunk` steps.
+
+    With `baseline` (another checkout's `src/`), "compiled" is this checkout's pure
+    build and "pure" the baseline's: the ratio is then new pure / old pure."""
+    workers = {
+        "pure": _Worker(False, baseline),
+        "compiled": _Worker(False) if baseline else _Worker(True),
+    }
     try:
         mem = {
             name: w.ask(f"fill {policy} {blocks} {pinned} {rounds * chunk}")["bytes_per_block"]
@@ -145,11 +156,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=None)
     p.add_argument("--chunk", type=int, default=2000, help="trace steps per timed chunk")
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "compiled.json"))
+    p.add_argument(
+        "--pure-baseline",
+        type=Path,
+        default=None,
+        help="another checkout's src/: compare this pure build with that one instead",
+    )
     args = p.parse_args(argv)
     if args.worker:
         _worker()
         return 0
-    if not any(BUILD.glob("evictable/impl/*.so")):
+    if args.pure_baseline is None and not any(BUILD.glob("evictable/impl/*.so")):
         raise SystemExit("no compiled build: run `make compiled` first")
     sizes = SIZES[:2] if args.quick else SIZES
     rounds = args.rounds or (5 if args.quick else 9)
@@ -157,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for policy in POLICIES:
         for blocks in sizes:
             for pinned in PINNED:
-                row = measure(policy, blocks, pinned, rounds, args.chunk)
+                row = measure(policy, blocks, pinned, rounds, args.chunk, args.pure_baseline)
                 rows.append(row)
                 print(
                     f"{policy} {blocks:>8} pinned {pinned:.0%}: compiled/pure "

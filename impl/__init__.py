@@ -84,6 +84,10 @@ __all__ = [
 ]
 
 
+_FLAGS = ("COMPILED",)
+"""Public names computed here rather than imported from a home module."""
+
+
 def _compiled() -> bool:
     """True when `evictable.impl.manager` is (or would be) loaded from a C extension.
 

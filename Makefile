@@ -4,20 +4,38 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: all test verify lint typecheck docs bench soak mutate clean interop
+.PHONY: all test verify lint typecheck docs bench soak mutate clean interop compiled
 
 all: test
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet --upgrade pip 'setuptools>=77.0.3' wheel
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	touch $(STAMP)
 
-# The test suite (CI runs this): pytest, then the type checker and the linter.
+# The test suite (CI runs this): pytest, then the type checker and the linter. When
+# the compiled build exists it is brought up to date first, and tests/compiled runs
+# the engines against it (skipped, with the reason, when it was never built).
 test: $(STAMP)
+	if [ -d $(COMPILED) ]; then $(MAKE) compiled; fi
 	$(BIN)/python -m pytest -q -n 2
 	$(MAKE) lint
+
+# The compiled build of impl/ (docs/performance.md, "The compiled build"): the whole
+# package built into build/compiled with impl/ compiled by mypyc; pure Python (one
+# line says why) where there is no C compiler. Selected by putting it first on the
+# path: PYTHONPATH=build/compiled (evictable.impl.COMPILED says which build loaded).
+COMPILED := build/compiled
+SOURCES  := $(shell find model impl proofs src -name '*.py' -o -name '*.json' -o -name py.typed)
+
+$(COMPILED)/.built: $(STAMP) setup.py $(SOURCES)
+	rm -rf $(COMPILED)
+	EVICTABLE_COMPILE=1 nice $(BIN)/python setup.py --quiet build --build-base build/compiled-tmp --build-lib $(COMPILED) 2>&1 | grep -E '^evictable:|error' || true
+	$(BIN)/python -c "import sys; sys.path.insert(0, '$(COMPILED)'); import evictable.impl as i; print('make compiled:', 'compiled' if i.COMPILED else 'pure Python (no compiled build)')"
+	touch $@
+
+compiled: $(COMPILED)/.built
 
 # The main job: proofs, explorer and conformance, with a summary table.
 verify: $(STAMP)

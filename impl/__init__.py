@@ -12,7 +12,10 @@
   name);
 * `FreeKVCacheBlockQueue`, `KVCacheBlock`, `Cursor` -- the strict intrusive free queue;
 * `BlockPool` -- the GPU block pool with its null block and prefix cache;
-* `LazyOffloadScanner` -- the lazy offload scan with a validated cursor.
+* `LazyOffloadScanner` -- the lazy offload scan with a validated cursor;
+* `COMPILED` -- True when the modules of this package are the mypyc-compiled build
+  (`make compiled`, or `EVICTABLE_COMPILE=1 pip install .`), False when they are
+  pure Python (docs/performance.md, "The compiled build"). The source is the same.
 
 Importing it loads neither z3 nor hypothesis. The typed errors are in
 `evictable.errors`.
@@ -21,6 +24,8 @@ Importing it loads neither z3 nor hypothesis. The typed errors are in
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -38,6 +43,8 @@ if TYPE_CHECKING:
         register_policy,
     )
     from evictable.impl.policies.lru import LRUCachePolicy
+
+    COMPILED: bool
 
 _HOME: dict[str, str] = {
     "BlockPool": "evictable.impl.block_pool",
@@ -59,6 +66,7 @@ _HOME: dict[str, str] = {
 nothing (the `TYPE_CHECKING` imports above say the same for type checkers)."""
 
 __all__ = [
+    "COMPILED",
     "ARCCachePolicy",
     "BlockPool",
     "CPUOffloadingManager",
@@ -76,7 +84,24 @@ __all__ = [
 ]
 
 
+_FLAGS = ("COMPILED",)
+"""Public names computed here rather than imported from a home module."""
+
+
+def _compiled() -> bool:
+    """True when `evictable.impl.manager` is (or would be) loaded from a C extension.
+
+    Complexity: O(1) (a module spec lookup; nothing is imported but the parent).
+    """
+    spec = importlib.util.find_spec("evictable.impl.manager")
+    return spec is not None and isinstance(spec.loader, importlib.machinery.ExtensionFileLoader)
+
+
 def __getattr__(name: str) -> Any:
+    if name == "COMPILED":
+        value: Any = _compiled()
+        globals()[name] = value
+        return value
     home = _HOME.get(name)
     if home is None:
         raise AttributeError(f"module 'evictable.impl' has no attribute {name!r}")
@@ -86,4 +111,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOME})
+    return sorted({*globals(), *_HOME, "COMPILED"})

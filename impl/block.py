@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from evictable.impl._compat import mypyc_attr
 from evictable.model.types import Key
 
 __all__ = ["BlockStatus", "sharing_records"]
@@ -28,6 +29,7 @@ def sharing_records() -> Iterator[None]:
         _SHARING.reset(token)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class BlockStatus:
     """One resident CPU block: its ref count, its slot id, its key, its list links.
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
+from evictable.impl._compat import mypyc_attr
 from evictable.impl.free_queue import FreeKVCacheBlockQueue, KVCacheBlock
 from evictable.model.block_pool import (
     BlockPoolSnapshot,
@@ -30,6 +31,7 @@ _FREE = Phase(GpuState.FREE, 0)
 """A block in the free queue: freeing it is the table's `RefCountUnderflowError`."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class BlockPool:
     """GPU KV-cache blocks: the null block, the free queue, the prefix-cache map.
 
@@ -60,16 +62,16 @@ class BlockPool:
         "num_blocks",
     )
 
-    def __init__(self, num_blocks: int, enable_caching: bool = True) -> None:
+    def __init__(self, num_blocks: object, enable_caching: object = True) -> None:
         """Create `num_blocks` blocks; block 0 is the null block, the rest are free.
 
         Pre: `num_blocks` is an int >= 1 (else `InvalidArgumentError`).
         Complexity: O(num_blocks).
         """
-        require_pool_size(num_blocks)
-        self.num_blocks = num_blocks
+        size = require_pool_size(num_blocks)  # `object`: validated alike in both builds
+        self.num_blocks = size
         self.enable_caching = bool(enable_caching)
-        self.blocks = [KVCacheBlock(i) for i in range(num_blocks)]
+        self.blocks = [KVCacheBlock(i) for i in range(size)]
         self.null_block = self.blocks[0]
         self.null_block.is_null = True
         self.free_block_queue = FreeKVCacheBlockQueue(self.blocks[1:])
@@ -101,7 +103,7 @@ class BlockPool:
         """The number of blocks in the free queue. Complexity: O(1)."""
         return self.free_block_queue.num_free_blocks
 
-    def get_new_blocks(self, n: int) -> list[KVCacheBlock]:
+    def get_new_blocks(self, n: object) -> list[KVCacheBlock]:
         """Allocate the `n` front blocks of the free queue, front first.
 
         Pre: `n` an int >= 0 (else `InvalidArgumentError`), at most the free blocks

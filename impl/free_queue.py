@@ -12,6 +12,7 @@ from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from evictable.impl._compat import mypyc_attr
 from evictable.model.errors import (
     BlockAlreadyLinkedError,
     BlockNotLinkedError,
@@ -27,6 +28,7 @@ from evictable.model.free_queue import FreeQueueSnapshot, repeated, require_coun
 __all__ = ["Cursor", "FreeKVCacheBlockQueue", "KVCacheBlock"]
 
 
+@mypyc_attr(native_class=False)
 class _SentinelMark:
     """The owner mark of a sentinel: linked, but in no queue a caller may use."""
 
@@ -37,6 +39,7 @@ class _SentinelMark:
 _SENTINEL: Final = _SentinelMark()
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class KVCacheBlock:
     """One GPU KV-cache block, with its intrusive free-list links.
 
@@ -89,6 +92,7 @@ def _broken_list(before: KVCacheBlock, node: KVCacheBlock | None, count: int) ->
     return InvariantViolationError(["links_well_formed"], detail)
 
 
+@mypyc_attr(native_class=False)
 class _Epoch:
     """The iterators created since the queue last changed share one epoch.
 
@@ -103,6 +107,7 @@ class _Epoch:
         self.live = True
 
 
+@mypyc_attr(native_class=False)  # a frozen dataclass, pickled as one
 @dataclass(frozen=True, slots=True)
 class Cursor:
     """A scan position: a block and the link generation it had when the cursor was taken.
@@ -122,6 +127,7 @@ class Cursor:
     generation: int
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class FreeKVCacheBlockQueue:
     """The free blocks in eviction order, as an intrusive doubly linked list.
 
@@ -241,14 +247,14 @@ class FreeKVCacheBlockQueue:
             self._end_epoch()
         return first
 
-    def popleft_n(self, n: int) -> list[KVCacheBlock]:
+    def popleft_n(self, n: object) -> list[KVCacheBlock]:
         """Unlink and return the `n` front blocks, front first.
 
         Pre: `n` is an int >= 0 (else `InvalidArgumentError`), at most
         num_free_blocks (else `InsufficientFreeBlocksError`).
         Complexity: O(n).
         """
-        require_count(n, self.num_free_blocks)
+        n = require_count(n, self.num_free_blocks)  # `object`: validated in both builds
         if n == 0:
             return []
         head = self.fake_free_list_head

@@ -12,7 +12,9 @@ freed again between steps, and stalls when it was unlinked with ref_cnt 0.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
+from typing import cast
 
+from evictable.impl._compat import mypyc_attr
 from evictable.impl.block_pool import BlockPool
 from evictable.impl.free_queue import Cursor, KVCacheBlock
 from evictable.model.errors import (
@@ -38,6 +40,7 @@ __all__ = ["LazyOffloadScanner"]
 CapacitySource = int | Callable[[], int] | None
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class LazyOffloadScanner:
     """Walks the pool's free queue from a saved cursor, `window` blocks per step.
 
@@ -61,19 +64,19 @@ class LazyOffloadScanner:
 
     __slots__ = ("_capacity", "_cursor", "_in_flight", "_offloaded", "pool", "window")
 
-    def __init__(self, pool: BlockPool, window: int, cpu_capacity: CapacitySource = None) -> None:
+    def __init__(self, pool: object, window: object, cpu_capacity: object = None) -> None:
         """Pre: `pool` a `BlockPool`, `window` an int >= 1, `cpu_capacity` None, an int
         >= 0 or a callable (else `InvalidArgumentError`).
         Complexity: O(1).
         """
         if not isinstance(pool, BlockPool):
             raise InvalidArgumentError(f"pool must be a BlockPool, got {pool!r}")
-        require_window(window)
+        width = require_window(window)  # the parameters are `object`: a compiled build
         if cpu_capacity is not None and not callable(cpu_capacity):
             require_capacity(cpu_capacity)
-        self.pool = pool
-        self.window = window
-        self._capacity: CapacitySource = cpu_capacity
+        self.pool: BlockPool = pool  # validates them too
+        self.window = width
+        self._capacity = cast(CapacitySource, cpu_capacity)
         self._cursor: Cursor | None = None
         self._offloaded: set[Hashable] = set()
         self._in_flight: dict[int, tuple[KVCacheBlock, Hashable]] = {}
@@ -81,7 +84,8 @@ class LazyOffloadScanner:
     # ------------------------------------------------------------ helpers
 
     def _capacity_now(self) -> int:
-        source = self._capacity
+        # What the callable returns is checked here (typed `object`, so in both builds).
+        source: int | Callable[[], object] | None = self._capacity
         if source is None:
             return self.pool.num_blocks
         if callable(source):

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence, Set
 
+from evictable.impl._compat import mypyc_attr
 from evictable.impl.block import BlockStatus
 from evictable.impl.policies.base import CachePolicy
 from evictable.impl.policies.factory import create_policy, is_builtin, known_policies
@@ -58,6 +59,11 @@ __all__ = ["CPUOffloadingManager", "refusal", "state_of_ref"]
 
 _MISS, _HIT_PENDING, _HIT = LookupResult.MISS, LookupResult.HIT_PENDING, LookupResult.HIT
 _ABSENT = Phase(CpuState.ABSENT, None)
+_FIELDS = (
+    *("_blocks", "_events", "_guarded", "_num_blocks", "_num_evictable", "_num_pending"),
+    *("_own_table", "_policy", "_record", "_reuse", "_slots"),
+)
+"""The fields a copy carries: all but the bound hooks `_pin` / `_unpin`."""
 
 
 def state_of_ref(ref: int) -> CpuState:
@@ -78,6 +84,7 @@ def refusal(key: Key, block: BlockStatus | None, event: CpuEvent) -> LifecycleEr
     return InvariantViolationError(["state_admits_ref"], f"{event.value} of {key!r} at {phase}")
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class CPUOffloadingManager:
     """Tracks CPU blocks (one per key): ref counts, slots, eviction through a policy.
 
@@ -112,20 +119,24 @@ class CPUOffloadingManager:
         "_unpin",
     )
 
-    def __init__(self, num_blocks: int, policy: str = "lru", enable_events: bool = False) -> None:
+    def __init__(
+        self, num_blocks: object, policy: object = "lru", enable_events: object = False
+    ) -> None:
         """Pre: `num_blocks` an int >= 0 (not a bool), `policy` a known name,
-        `enable_events` a bool; else `InvalidArgumentError`. Complexity: O(1)."""
+        `enable_events` a bool; else `InvalidArgumentError` (the parameters are typed
+        `object` so that a compiled build validates them as the pure one does).
+        Complexity: O(1)."""
         capacity = check_num_blocks(num_blocks)
-        check_policy_name(policy, known_policies())
-        check_enable_events(enable_events)
-        chosen = create_policy(policy, capacity)
+        name = check_policy_name(policy, known_policies())
+        events = check_enable_events(enable_events)
+        chosen = create_policy(name, capacity)
         table = chosen.shared_table()
         self._policy: CachePolicy = chosen
         self._num_blocks = capacity
         self._slots = SlotAllocator(capacity)
         self._num_evictable = 0
         self._num_pending = 0
-        self._events: list[OffloadingEvent] | None = [] if enable_events else None
+        self._events: list[OffloadingEvent] | None = [] if events else None
         self._own_table = table is None
         self._blocks: dict[Key, BlockStatus] = {} if table is None else table
         self._guarded = not is_builtin(type(chosen))
@@ -136,6 +147,21 @@ class CPUOffloadingManager:
         # The two reports made on every load, bound once (the policy never changes).
         self._pin = chosen.became_pinned
         self._unpin = chosen.became_evictable
+
+    def __getstate__(self) -> dict[str, object]:
+        """Copies carry every field but the two bound policy hooks (rebound on restore:
+        a compiled policy's bound methods are atomic to `copy.deepcopy`). Complexity: O(1)."""
+        state = dict(getattr(self, "__dict__", {}))  # a subclass's own attributes
+        for name in _FIELDS:
+            state[name] = getattr(self, name)
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        """Restore `__getstate__`'s fields and rebind the hooks. Complexity: O(1)."""
+        for name, value in state.items():
+            setattr(self, name, value)
+        self._pin = self._policy.became_pinned
+        self._unpin = self._policy.became_evictable
 
     # ------------------------------------------------------------------ queries
 
@@ -203,10 +229,19 @@ class CPUOffloadingManager:
         victims: list[tuple[Key, BlockStatus]] = []
         try:
             if need > 0:
-                chosen = policy.evict(need, protected)
-                if chosen is None:
-                    return None
-                victims = self._accept(chosen, need, protected) if guarded else chosen
+                # A pluggable policy's answer is read untyped (`_accept` checks it), so
+                # a compiled build sees it as the pure one does.
+                if guarded:
+                    ask: Callable[[int, Set[Key]], object] = policy.evict
+                    answer = ask(need, protected)
+                    if answer is None:
+                        return None
+                    victims = self._accept(answer, need, protected)
+                else:
+                    chosen = policy.evict(need, protected)
+                    if chosen is None:
+                        return None
+                    victims = chosen
                 if self._own_table:
                     for key, _ in victims:
                         del blocks[key]
@@ -282,7 +317,7 @@ class CPUOffloadingManager:
             seen.add(key)
         return chosen
 
-    def complete_store(self, keys: Sequence[Key], success: bool = True) -> list[Key]:
+    def complete_store(self, keys: Sequence[Key], success: object = True) -> list[Key]:
         """PENDING keys become READY (success) or ABSENT (failure); others are ignored.
 
         Post: on success each acted key is evictable (for the LRU: at the most-recent

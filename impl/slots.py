@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from evictable.impl._compat import mypyc_attr
 from evictable.model.errors import InvariantViolationError
 
 __all__ = ["SlotAllocator", "SlotMark"]
@@ -19,6 +20,7 @@ SlotMark = tuple[int, int, list[int]]
 """What `mark` saves: (high-water mark, stack height kept, the stack above it)."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class SlotAllocator:
     """Fresh ids ascending from the high-water mark, then freed ids popped LIFO.
 

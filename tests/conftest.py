@@ -40,3 +40,21 @@ settings.register_profile(
 
 _default = "ci" if os.environ.get("CI", "").lower() in ("1", "true", "yes") else "dev"
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", _default))
+
+
+def pytest_report_header(config: object) -> str:
+    """Which build of `evictable.impl` this run imports (docs/performance.md)."""
+    import evictable.impl
+
+    build = "compiled (mypyc)" if evictable.impl.COMPILED else "pure Python"
+    return f"evictable.impl build: {build}, from {os.path.dirname(evictable.impl.__file__ or '')}"
+
+
+def pytest_configure(config: object) -> None:
+    """A run asked for the compiled build (EVICTABLE_EXPECT_BUILD=compiled, set by
+    tests/compiled) refuses to start on the pure one: it would pass for the wrong reason."""
+    import evictable.impl
+
+    expected = os.environ.get("EVICTABLE_EXPECT_BUILD", "")
+    if expected == "compiled" and not evictable.impl.COMPILED:
+        raise RuntimeError("EVICTABLE_EXPECT_BUILD=compiled, but evictable.impl is pure Python")

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence, Set
 from operator import attrgetter
 from typing import Any, ClassVar, NoReturn
 
+from evictable.impl._compat import mypyc_attr
 from evictable.impl.block import BlockStatus
 from evictable.impl.policies.arc_ghosts import GhostList
 from evictable.impl.policies.arc_index import ArcRecord, IdleIndex, select
@@ -50,6 +51,7 @@ _BATCH_METHODS = ("stored", "aborted", "became_evictable", "became_pinned")
 _by_stamp = attrgetter("stamp")
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ARCCachePolicy(CachePolicy):
     """Adaptive Replacement Cache with an O(victims) eviction that skips no pinned entry.
 
@@ -79,7 +81,7 @@ class ARCCachePolicy(CachePolicy):
 
     record_class: ClassVar[type[BlockStatus]] = ArcRecord
 
-    def __init__(self, cache_capacity: int) -> None:
+    def __init__(self, cache_capacity: object) -> None:
         if (
             isinstance(cache_capacity, bool)
             or not isinstance(cache_capacity, int)
@@ -101,7 +103,7 @@ class ARCCachePolicy(CachePolicy):
         defines its own), so that its overrides of the per-key methods are called."""
         super().__init_subclass__(**kwargs)
         for name in _BATCH_METHODS:
-            if name not in cls.__dict__:
+            if name not in vars(cls):
                 setattr(cls, name, getattr(CachePolicy, name))
 
     # ------------------------------------------------------------ batches
@@ -281,7 +283,7 @@ class ARCCachePolicy(CachePolicy):
 
     # ------------------------------------------------------------ eviction
 
-    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
+    def evict(self, n: object, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
         """Remove `n` idle unprotected entries in ARC order, or return None, changing nothing.
 
         Selection as the model: simulated `t1 = |T1|`; each round T1 first when

@@ -44,6 +44,7 @@ from collections.abc import Iterator, Mapping, Set
 from heapq import heapify, heappop, heappush
 from typing import NoReturn
 
+from evictable.impl._compat import mypyc_attr
 from evictable.impl.block import BlockStatus
 from evictable.model.errors import InvariantViolationError
 from evictable.model.types import Key
@@ -54,6 +55,7 @@ COMPACT_SLACK = 32
 """Garbage heap entries tolerated on top of twice the marked ones before a rebuild."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ArcRecord(BlockStatus):
     """A `BlockStatus` with ARC's two fields: `stamp` (position stamp, 0 until filed)
     and `in_t2` (the resident list: T2 when True, else T1).

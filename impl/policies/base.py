@@ -21,16 +21,21 @@ raises, the manager restores its own records and the policy (`checkpoint` /
 from __future__ import annotations
 
 import copy
+import types
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence, Set
 from typing import ClassVar, cast
 
+from evictable.impl._compat import mypyc_attr
 from evictable.impl.block import BlockStatus, sharing_records
 from evictable.model.types import Key, PolicySnapshot
 
 __all__ = ["CachePolicy"]
 
+_FIELD_TYPES = (types.GetSetDescriptorType, types.MemberDescriptorType)
 
+
+@mypyc_attr(allow_interpreted_subclasses=True)
 class CachePolicy(ABC):
     """Base class of every eviction policy; resolved by name through the factory.
 
@@ -158,10 +163,16 @@ class CachePolicy(ABC):
 
 
 def _state_names(policy: CachePolicy) -> Iterator[str]:
-    """The names of a policy's set attributes: its `__slots__` (every class) and `__dict__`."""
+    """The names of a policy's set attributes: its `__slots__` (every class) and `__dict__`.
+
+    A compiled class (mypyc) keeps no `__slots__`: its fields are the data descriptors
+    of its type, which stand for the slots there."""
     seen: set[str] = set()
     for cls in type(policy).__mro__:
-        slots = cls.__dict__.get("__slots__", ())
+        own = vars(cls)
+        slots = own.get("__slots__", None)
+        if slots is None:
+            slots = tuple(n for n, v in own.items() if isinstance(v, _FIELD_TYPES))
         for name in (slots,) if isinstance(slots, str) else slots:
             if name in ("__dict__", "__weakref__") or name in seen:
                 continue

@@ -68,6 +68,18 @@ def is_builtin(cls: type[CachePolicy]) -> bool:
     return any(builtin_class(name) is cls for name in _BUILTIN)
 
 
+_ABSTRACT = ("clear", "evict", "get", "insert", "remove", "snapshot", "touch")
+"""The abstract methods of `CachePolicy`: a compiled `CachePolicy` (mypyc) keeps no
+`__abstractmethods__` for its subclasses to inherit, so they are named here."""
+
+
+def _missing_methods(cls: type[CachePolicy]) -> list[str]:
+    """The abstract methods `cls` does not implement, sorted. Complexity: O(1)."""
+    if inspect.isabstract(cls):
+        return sorted(cls.__abstractmethods__)
+    return [name for name in _ABSTRACT if getattr(cls, name, None) is getattr(CachePolicy, name)]
+
+
 def _check_entry(name: object, cls: object) -> None:
     """The checks of a name and a class, wherever they are made known: a non-empty str
     without whitespace, a concrete `CachePolicy` subclass, a name that is not built in
@@ -78,10 +90,10 @@ def _check_entry(name: object, cls: object) -> None:
         )
     if not (isinstance(cls, type) and issubclass(cls, CachePolicy)):
         raise InvalidArgumentError(f"policy {name!r}: {cls!r} is not a CachePolicy subclass")
-    if inspect.isabstract(cls):
+    missing = _missing_methods(cls)
+    if missing:
         raise InvalidArgumentError(
-            f"policy {name!r}: {cls.__name__} is abstract (missing "
-            f"{', '.join(sorted(cls.__abstractmethods__))})"
+            f"policy {name!r}: {cls.__name__} is abstract (missing {', '.join(missing)})"
         )
     if name in _BUILTIN:
         raise InvalidArgumentError(f"policy name {name!r} is built in and cannot be replaced")

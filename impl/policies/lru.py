@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence, Set
 
+from evictable.impl._compat import mypyc_attr
 from evictable.impl.block import BlockStatus
 from evictable.impl.policies.base import CachePolicy
 from evictable.model.errors import InvalidArgumentError, InvariantViolationError
@@ -86,6 +87,7 @@ def _broken_list(before: BlockStatus, block: BlockStatus | None, budget: int) ->
     return InvariantViolationError(["lru_list_exact"], detail)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class LRUCachePolicy(CachePolicy):
     """Least-recently-used eviction over a dedicated list of the idle (ref 0) blocks.
 
@@ -108,7 +110,7 @@ class LRUCachePolicy(CachePolicy):
 
     releases_evicted_records = True
 
-    def __init__(self, cache_capacity: int) -> None:
+    def __init__(self, cache_capacity: object) -> None:
         """Pre: `cache_capacity` an int >= 0, not a bool (else `InvalidArgumentError`)."""
         if (
             isinstance(cache_capacity, bool)
@@ -129,7 +131,7 @@ class LRUCachePolicy(CachePolicy):
         defines its own), so that its overrides of the per-key methods are called."""
         super().__init_subclass__(**kwargs)
         for name in _BATCH_METHODS:
-            if name not in cls.__dict__:
+            if name not in vars(cls):
                 setattr(cls, name, getattr(CachePolicy, name))
 
     def shared_table(self) -> dict[Key, BlockStatus]:
@@ -150,8 +152,9 @@ class LRUCachePolicy(CachePolicy):
         """Link the records at the most-recent end, in key order. Complexity: O(len)."""
         link_last(self.ring, blocks)
 
-    became_pinned = staticmethod(unlink)
-    """Take the records out of the evictable list: `unlink`. Complexity: O(len(blocks))."""
+    def became_pinned(self, blocks: Sequence[BlockStatus]) -> None:
+        """Take the records out of the evictable list: `unlink`. Complexity: O(len)."""
+        unlink(blocks)
 
     def listed(self) -> Iterator[BlockStatus]:
         """The evictable records, least recent first.
@@ -247,7 +250,7 @@ class LRUCachePolicy(CachePolicy):
                 unlink((block,))
                 link_last(ring, (block,))
 
-    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
+    def evict(self, n: object, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
         """Remove and return the `n` least-recent evictable keys not in `protected`.
 
         Returns None, with no change, when fewer than `n` such keys exist.

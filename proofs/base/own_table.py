@@ -46,6 +46,16 @@ OWN = "+own"
 PLAIN = "lru-plain"
 
 
+_NOT_INHERITED = tuple(
+    name
+    for name, offset in (
+        ("__dict__", CachePolicy.__dictoffset__),
+        ("__weakref__", CachePolicy.__weakrefoffset__),
+    )
+    if not offset
+)
+
+
 def _no_table(self: CachePolicy) -> dict[Key, BlockStatus] | None:
     """None: the manager keeps its own key table."""
     return None
@@ -82,8 +92,9 @@ class PlainLru(CachePolicy):
     """
 
     # `__weakref__` and `__dict__` first: the default checkpoint must skip them and still
-    # save `order` (a slot) and `records` (in the instance dict).
-    __slots__ = ("__dict__", "__weakref__", "order")
+    # save `order` (a slot) and `records` (in the instance dict). A compiled base class
+    # (mypyc) has both already, and a class may not declare them again.
+    __slots__ = (*_NOT_INHERITED, "order")
 
     name = "lru-plain"
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import evictable
+import evictable.impl
 from evictable.proofs.cli import check as check_cmd
 from evictable.proofs.cli import explore as explore_cmd
 from evictable.proofs.cli import replay as replay_cmd
@@ -154,7 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="evictable",
         description="Verify the KV-cache block lifecycle model and implementations.",
     )
-    parser.add_argument("--version", action="version", version=f"evictable {evictable.__version__}")
+    build = "compiled" if evictable.impl.COMPILED else "pure Python"
+    parser.add_argument(
+        "--version", action="version", version=f"evictable {evictable.__version__} ({build})"
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     verify_cmd.add_parser(sub)
     explore_cmd.add_parser(sub)

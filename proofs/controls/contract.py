@@ -27,8 +27,8 @@ TrustsPolicyVictims = mutant(
     "CPUOffloadingManager",
     Edit(
         "CPUOffloadingManager.prepare_store",
-        lines("victims = self._accept(chosen, need, protected) if guarded else chosen", 16),
-        lines("victims = chosen  # BUG: no contract check", 16),
+        lines("victims = self._accept(answer, need, protected)", 20),
+        lines("victims = answer  # BUG: no contract check", 20),
     ),
     name="TrustsPolicyVictims",
     doc="Takes whatever a pluggable policy's `evict` returns as its victims, unchecked.",
@@ -42,7 +42,7 @@ def events_checked_first(
     both wrong names the wrong argument."""
     check_num_blocks(num_blocks)
     check_enable_events(enable_events)  # BUG: before the policy name
-    return CPUOffloadingManager(num_blocks, policy, enable_events)  # type: ignore[arg-type]
+    return CPUOffloadingManager(num_blocks, policy, enable_events)
 
 
 _KeepsAborted = mutant(

@@ -58,7 +58,7 @@ LRU = "evictable.impl.policies.lru"
 class LruEvictsMostRecent(LRUCachePolicy):
     """`evict` walks the evictable list from the most-recent end."""
 
-    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
+    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:  # type: ignore[override]
         chosen = [b for b in reversed(list(self.listed())) if b.key not in protected][:n]
         if len(chosen) < n:
             return None
@@ -105,16 +105,12 @@ LruRemoveSwapsLast = mutant(
         """),
     ),
     Edit(  # the manager's batch path takes the keys one by one, with the mistake
-        "LRUCachePolicy",
-        lines("became_pinned = staticmethod(unlink)", 4),
-        lines(
-            """
-            def became_pinned(self, blocks: Sequence[BlockStatus]) -> None:
-                for block in blocks:
-                    self.mark_non_evictable(block.key)
-            """,
-            4,
-        ),
+        "LRUCachePolicy.became_pinned",
+        lines("unlink(blocks)"),
+        lines("""
+            for block in blocks:
+                self.mark_non_evictable(block.key)
+        """),
     ),
     name="LruRemoveSwapsLast",
     doc="`mark_non_evictable` fills the hole with the most recent entry (swap-remove).",
@@ -201,7 +197,7 @@ class ArcEvictsPinned(ARCCachePolicy):
     """`evict` takes any resident entry, pinned (loading) or pending ones too: it reads
     every resident as idle (the bug of the ARC model control `EvictsPinned`)."""
 
-    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
+    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:  # type: ignore[override]
         for block in list(self.table.values()):
             if block.ref_cnt != 0:  # BUG: every resident counts as idle
                 block.ref_cnt = 0

@@ -10,6 +10,7 @@ class itself compiled again from `impl/` with the mistake written in (`# BUG`,
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from typing import cast
 
 from evictable.impl.block_pool import BlockPool
 from evictable.impl.free_queue import Cursor, FreeKVCacheBlockQueue, KVCacheBlock
@@ -231,7 +232,7 @@ class _CountErrorSwapsArguments(FreeKVCacheBlockQueue):
     """`popleft_n` past the count raises the right error with its two numbers swapped
     (requested and available): an error whose attributes lie."""
 
-    def popleft_n(self, n: int) -> list[KVCacheBlock]:
+    def popleft_n(self, n: object) -> list[KVCacheBlock]:
         if type(n) is int and n > self.num_free_blocks:
             raise InsufficientFreeBlocksError(self.num_free_blocks, n)  # BUG: swapped
         return super().popleft_n(n)
@@ -241,7 +242,7 @@ class _NegativeCountIsInsufficient(FreeKVCacheBlockQueue):
     """`popleft_n(-1)` says there are not enough free blocks instead of refusing the
     count as a bad argument (what this project's queue once did)."""
 
-    def popleft_n(self, n: int) -> list[KVCacheBlock]:
+    def popleft_n(self, n: object) -> list[KVCacheBlock]:
         if type(n) is int and n < 0:
             raise InsufficientFreeBlocksError(n, self.num_free_blocks)  # BUG: wrong error
         return super().popleft_n(n)
@@ -340,8 +341,9 @@ class _FreeAllToBack(BlockPool):
 class _AllocateKeepsHash(BlockPool):
     """Reuses a block without evicting its prefix-cache entry."""
 
-    def get_new_blocks(self, n: int) -> list[KVCacheBlock]:
-        hashes = [b.block_hash for b in self.free_block_queue.get_all_free_blocks()[:n]]
+    def get_new_blocks(self, n: object) -> list[KVCacheBlock]:
+        free = self.free_block_queue.get_all_free_blocks()
+        hashes = [b.block_hash for b in free[: cast(int, n)]]  # a bad `n`: as before
         out = super().get_new_blocks(n)
         for b, h in zip(out, hashes, strict=True):
             if h is not None:

@@ -156,7 +156,10 @@ def _build(
     path = getattr(real, "__file__", None)
     if path is None:
         raise MutantError(f"seeded bug {name}: {module} has no source file")
-    source = Path(path).read_text(encoding="utf-8")
+    file = Path(path)
+    if file.suffix != ".py":  # a compiled module (mypyc): its source is installed beside it
+        file = file.with_name(file.name.split(".", 1)[0] + ".py")
+    source = file.read_text(encoding="utf-8")
     for edit in edits:
         source = _apply(source, edit, name, shown)
     tree = ast.parse(source)

@@ -42,7 +42,7 @@ class EvictionIgnoresProtected(LRUCachePolicy):
     """`evict` takes the least-recent evictable keys even when they are being stored
     in the very same `prepare_store` call (the protected set is ignored)."""
 
-    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
+    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:  # type: ignore[override]
         return super().evict(n, frozenset())  # BUG: protected dropped
 
 
@@ -73,7 +73,7 @@ class EvictionWrapsAround(LRUCachePolicy):
     at the least recent one until it has n victims -- when protected keys leave fewer
     than n candidates, it never returns."""
 
-    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
+    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:  # type: ignore[override]
         ring = self.ring
         if n == 0 or ring.next is ring:
             return super().evict(n, protected)
@@ -97,7 +97,7 @@ class VictimsMostRecentFirst(LRUCachePolicy):
     them): their slots are freed, and their eviction reported, in the wrong order --
     visible only when one call evicts several blocks."""
 
-    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
+    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:  # type: ignore[override]
         victims = super().evict(n, protected)
         return None if victims is None else victims[::-1]  # BUG: reversed
 
@@ -155,7 +155,7 @@ class NoT1Fallback(ARCCachePolicy):
     """`evict` gives up when T1 is below its target and T2 has no idle entry, although
     T1 still has idle entries (vLLM's original ARC loop has no T1 fallback)."""
 
-    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
+    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:  # type: ignore[override]
         lists = self.snapshot()
         t1, taken = len(lists.t1), set[Key]()
         for _ in range(n):
@@ -188,7 +188,7 @@ TouchPromotesPending = mutant(
 class GhostsNeverTrimmed(ARCCachePolicy):
     """`evict` appends ghosts to B1/B2 but never trims them to N."""
 
-    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
+    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:  # type: ignore[override]
         capacity, self.cache_capacity = self.cache_capacity, 1 << 30
         try:
             return super().evict(n, protected)  # BUG: trims to "infinity"

@@ -101,7 +101,7 @@ class ScriptedEvictLru(LRUCachePolicy):
 
     answer: ClassVar[Answer | None] = None
 
-    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:
+    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:  # type: ignore[override]
         script = type(self).answer
         if script is None:
             return super().evict(n, protected)

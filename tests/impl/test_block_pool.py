@@ -111,7 +111,7 @@ def test_reset_prefix_cache_only_when_nothing_is_in_use() -> None:
 @pytest.mark.parametrize("n", [-1, 0.5, False])
 def test_rejects_bad_pool_size(n: object) -> None:
     with pytest.raises(InvalidArgumentError):
-        BlockPool(n)  # type: ignore[arg-type]
+        BlockPool(n)
 
 
 def test_rejects_allocating_more_than_free() -> None:

@@ -175,7 +175,7 @@ def test_rejects_popleft_n_non_int(n: object) -> None:
     q, _ = make(3)
     before = q.snapshot()
     with pytest.raises(InvalidArgumentError):
-        q.popleft_n(n)  # type: ignore[arg-type]
+        q.popleft_n(n)
     assert q.snapshot() == before
 
 

@@ -74,7 +74,7 @@ class FaultyLRU(LRUCachePolicy):
         super().mark_non_evictable(key)
         self._tick("mark_non_evictable")
 
-    def evict(self, n: int, protected: Set[Any]) -> list[tuple[Any, BlockStatus]] | None:
+    def evict(self, n: int, protected: Set[Any]) -> list[tuple[Any, BlockStatus]] | None:  # type: ignore[override]
         out = super().evict(n, protected)
         self._tick("evict")
         return out
@@ -161,7 +161,7 @@ def test_fault_in_clear_is_undone(faulty: CPUOffloadingManager) -> None:
 class GreedyLRU(LRUCachePolicy):
     """Breaks the evict contract: returns a protected victim."""
 
-    def evict(self, n: int, protected: Set[Any]) -> list[tuple[Any, BlockStatus]] | None:
+    def evict(self, n: int, protected: Set[Any]) -> list[tuple[Any, BlockStatus]] | None:  # type: ignore[override]
         return super().evict(n, frozenset())
 
 

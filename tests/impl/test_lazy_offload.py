@@ -198,7 +198,7 @@ def test_rejects_bad_capacity(capacity: Any) -> None:
 
 def test_rejects_a_pool_that_is_not_a_block_pool() -> None:
     with pytest.raises(InvalidArgumentError):
-        LazyOffloadScanner(object(), 1)  # type: ignore[arg-type]
+        LazyOffloadScanner(object(), 1)
 
 
 @pytest.mark.parametrize("bad", [-1, None, "1"])

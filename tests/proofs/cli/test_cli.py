@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import evictable.impl
 from evictable import __version__
 from evictable.proofs.base.records import Kind, Obligation, Outcome, check_deadline, proved, refuted
 from evictable.proofs.cli import main as cli
@@ -205,7 +206,8 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         cli.main(["--version"])
     assert exc.value.code == 0
-    assert capsys.readouterr().out.strip() == f"evictable {__version__}"
+    build = "compiled" if evictable.impl.COMPILED else "pure Python"
+    assert capsys.readouterr().out.strip() == f"evictable {__version__} ({build})"
 
 
 @pytest.mark.parametrize(

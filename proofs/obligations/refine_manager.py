@@ -44,7 +44,7 @@ __all__ = ["BOUNDS", "obligations"]
 BOUNDS: dict[str, dict[Level, Bounds]] = {
     "lru": {
         "quick": Bounds(slots=2, keys=3, max_ref=1, batch=2),
-        "default": Bounds(slots=3, keys=4, max_ref=2, batch=2),
+        "default": Bounds(slots=3, keys=4, max_ref=1, batch=2),
         "thorough": Bounds(slots=3, keys=5, max_ref=2, batch=3),
     },
     "arc": {
@@ -53,7 +53,11 @@ BOUNDS: dict[str, dict[Level, Bounds]] = {
         "thorough": Bounds(slots=3, keys=4, max_ref=2, batch=2, policy="arc"),
     },
 }
-"""The worlds walked, per policy and level."""
+"""The worlds walked, per policy and level. The LRU's quick and default worlds hold
+loads one at a time (ref <= 1): with the list's order judged on every call, a second
+concurrent load doubled the default walk's solver checks (17,096 against 9,405) and
+made it verify's longest record; concurrent loads are walked with the comparison by
+`explore.lru` at every level and with the relation at thorough."""
 
 
 class _MissesMarkEvictable(RecordingModel, MissesMarkEvictableOnLoadEnd):
@@ -147,7 +151,7 @@ def _claim(bounds: Bounds) -> Callable[[float], Outcome]:
 
 CONFORMANCE: dict[Level, tuple[int, int, int | None, int]] = {
     "quick": (10, 20, 0, 2),
-    "default": (30, 30, 0, FUNCTIONAL_BATCH),
+    "default": (20, 30, 0, FUNCTIONAL_BATCH),
     "thorough": (300, 60, None, FUNCTIONAL_BATCH),
 }
 """Examples x steps, seed and the longest call the relation judges (longer ones are
@@ -223,7 +227,7 @@ def obligations(level: Level) -> list[Obligation]:
                     else ""
                 ),
                 tags=("refine", "manager"),
-                batch="refine.manager",
+                batch=f"refine.{policy}",
                 kind=Kind.EXPLORED,
                 bounds=bounds.describe(),
                 negative_bounds=(
@@ -252,7 +256,7 @@ def obligations(level: Level) -> list[Obligation]:
                 "a relation that forgets a commit's num_pending update, and one that leaves "
                 "num_pending free, are each refuted on a step of the run",
                 tags=("refine", "conformance"),
-                batch="refine.manager",
+                batch=f"refine.{policy}",
                 kind=Kind.TESTED,
                 bounds=f"{examples} examples x {steps} steps, seed {seed}, "
                 f"batches <= {max_batch} keys",

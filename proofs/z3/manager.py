@@ -63,7 +63,7 @@ from evictable.proofs.z3.manager_state import (
     initial_facts,
     invariant,
 )
-from evictable.proofs.z3.solver import check, solver, unknown, z3_valid
+from evictable.proofs.z3.solver import check, refute_claims, solver, z3_valid
 
 __all__ = [
     "BATCH",
@@ -137,17 +137,8 @@ def _search(query: Query, backstop_s: float) -> Outcome | None:
     """A counterexample in a finite world (every claim quantifier-free there, so the
     failing ones are read off the model), None when there is none, or `unknown`."""
     claims, assumptions, describe = query
-    s = solver(backstop_s)
-    s.add(*assumptions)
-    s.add(z3.Not(z3.And(*claims.values())))
-    r = check(s)
-    if r == z3.unknown:
-        return unknown(s, "the finite-world search")
-    if r != z3.sat:
-        return None
-    model = s.model()
-    failed = [n for n, c in claims.items() if z3.is_false(model.eval(c, model_completion=True))]
-    return refuted(f"{describe(model)}; violated: {', '.join(failed)}")
+    out = refute_claims(claims, assumptions, backstop_s, "the finite-world search", describe)
+    return None if out.status is Status.PROVED else out
 
 
 Make = Callable[[World, int], Query]

@@ -60,7 +60,7 @@ from evictable.proofs.z3.manager_state import (
     World,
     invariant,
 )
-from evictable.proofs.z3.solver import check, solver, unknown
+from evictable.proofs.z3.solver import check, refute_claims, solver, unknown
 
 __all__ = ["FOLD_OPS", "check_fold", "folds"]
 
@@ -244,17 +244,14 @@ world (its keys and slots are some of the unboundedly many)."""
 
 def _search(part: Part, what: str, backstop_s: float) -> Outcome | None:
     claims, assumptions, describe = part
-    s = solver(backstop_s)
-    s.add(*assumptions)
-    s.add(z3.Not(z3.And(*claims.values())))
-    r = check(s)
-    if r == z3.unknown:
-        return unknown(s, f"the fold lemma's {what} (finite world)")
-    if r != z3.sat:
-        return None
-    model = s.model()
-    failed = [n for n, c in claims.items() if z3.is_false(model.eval(c, model_completion=True))]
-    return refuted(f"fold lemma, {what}: {describe(model)}; violated: {', '.join(failed)}")
+    out = refute_claims(
+        claims,
+        assumptions,
+        backstop_s,
+        f"the fold lemma's {what} (finite world)",
+        lambda model: f"fold lemma, {what}: {describe(model)}",
+    )
+    return None if out.status is Status.PROVED else out
 
 
 def _prove(part: Part, what: str, backstop_s: float) -> Outcome:

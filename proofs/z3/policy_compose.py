@@ -16,10 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import z3
-
 from evictable.model.lifecycle import Machine
-from evictable.proofs.base.records import Outcome, proved, refuted
+from evictable.proofs.base.records import Outcome, Status, proved
 from evictable.proofs.z3.manager import Query, decide, failed_claims
 from evictable.proofs.z3.manager_ops import MANAGER, choice, relation
 from evictable.proofs.z3.manager_render import render_step
@@ -31,7 +29,7 @@ from evictable.proofs.z3.policy_arc import fresh as arc_fresh
 from evictable.proofs.z3.policy_arc import invariant as arc_invariant
 from evictable.proofs.z3.policy_lru import LRU_HOOKS, LruHooks, claims, compose, fresh, ground
 from evictable.proofs.z3.policy_lru import invariant as lru_invariant
-from evictable.proofs.z3.solver import check, solver, unknown
+from evictable.proofs.z3.solver import refute_claims
 
 __all__ = ["arc_query", "check_arc", "check_lru", "lru_query"]
 
@@ -113,14 +111,7 @@ def check_arc(
     """`op` composed with ARC keeps ARC's invariant and claims (`z3.policy_arc`) in
     the finite `world`, calls of up to `batch` keys."""
     claims_, assumptions, describe = arc_query(machine, op, world, batch, hooks)
-    s = solver(backstop_s)
-    s.add(*assumptions)
-    s.add(z3.Not(z3.And(*claims_.values())))
-    r = check(s)
-    if r == z3.unknown:
-        return unknown(s, f"policy.arc.{op}")
-    if r == z3.unsat:
+    out = refute_claims(claims_, assumptions, backstop_s, f"policy.arc.{op}", describe)
+    if out.status is Status.PROVED:
         return proved(f"{world.name}, batches of <= {batch} keys")
-    model = s.model()
-    failed = [n for n, t in claims_.items() if z3.is_false(model.eval(t, model_completion=True))]
-    return refuted(f"{describe(model)}; violated: {', '.join(failed)}")
+    return out

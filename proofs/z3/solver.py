@@ -17,7 +17,7 @@ the queries of a block used, for the records' figures.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -35,6 +35,7 @@ __all__ = [
     "check_assumed",
     "ground_solver",
     "lia_solver",
+    "refute_claims",
     "rlimit",
     "rlimit_scope",
     "solver",
@@ -195,6 +196,30 @@ def z3_valid(
     if r == z3.sat:
         return refuted(describe(s.model()))
     return unknown(s)
+
+
+def refute_claims(
+    claims: Mapping[str, Any],
+    assumptions: Sequence[Any],
+    backstop_s: float,
+    what: str,
+    describe: Callable[[Any], str],
+) -> Outcome:
+    """Prove `assumptions ⇒` every claim at once; a counterexample is rendered by
+    `describe(model)` and names the claims the model violates (read off the model:
+    quantifier-free claims, a finite world). `what` names the query if it comes
+    back `unknown`."""
+    s = solver(backstop_s)
+    s.add(*assumptions)
+    s.add(z3.Not(z3.And(*claims.values())))
+    r = check(s)
+    if r == z3.unsat:
+        return proved()
+    if r == z3.unknown:
+        return unknown(s, what)
+    model = s.model()
+    failed = [n for n, c in claims.items() if z3.is_false(model.eval(c, model_completion=True))]
+    return refuted(f"{describe(model)}; violated: {', '.join(failed)}")
 
 
 def z3_sat(formulas: Sequence[Any], backstop_s: float, what: str = "formula") -> Outcome:

@@ -29,13 +29,9 @@ def _stays(p: LruState, key: Term, when: Term) -> LruState:
     return p
 
 
-def _lists(p: LruState, key: Term, when: Term) -> LruState:
-    """A hook that puts the key in the list (at the most-recent end)."""
-    return LruState(
-        p.listed.set(key, z3.BoolVal(True), when),
-        p.stamp.set(key, p.clock, when),
-        p.clock + z3.If(when, 1, 0),
-    )
+_lists = LRU_HOOKS.became_evictable
+"""A hook that puts the key in the list at the most-recent end: the semantics' own
+`became_evictable`, put where another hook belongs."""
 
 
 def _joins_least_recent(p: LruState, key: Term, when: Term) -> LruState:

@@ -73,6 +73,7 @@ from evictable.model.validate import (
 __all__ = [
     "POLICIES_033",
     "PROFILES",
+    "VLLM_VERSION",
     "Arc033",
     "Lru033",
     "Request",
@@ -84,6 +85,10 @@ __all__ = [
 
 PROFILES = ("seed", "vllm-0.33")
 """The model's profiles: the seed's semantics (the default) and vLLM 0.33's."""
+
+VLLM_VERSION = "0.33"
+"""The vLLM release this profile describes, and the one `evictable.vllm` and the vLLM
+adapters of `evictable check` follow (each refuses any other)."""
 
 
 class Request:

@@ -24,8 +24,7 @@ except ImportError as _exc:  # one clear error, not vLLM's (or torch's) tracebac
         f"({type(_exc).__name__}: {_exc})"
     ) from None
 
-VLLM_VERSION = "0.33"
-"""The vLLM release these policies follow (its `CachePolicy` hooks and semantics)."""
+from evictable.model.vllm033 import VLLM_VERSION
 
 if not str(getattr(_vllm, "__version__", "")).startswith(VLLM_VERSION):
     raise ImportError(
@@ -33,10 +32,10 @@ if not str(getattr(_vllm, "__version__", "")).startswith(VLLM_VERSION):
         f"{getattr(_vllm, '__version__', '?')}: `pip install evictable[vllm]`"
     )
 
-from collections.abc import Iterator, Mapping  # noqa: E402
-from typing import Any, cast  # noqa: E402
+from collections.abc import Iterator, Mapping
+from typing import Any, cast
 
-from evictable.impl.policies.arc_ghosts import GhostList  # noqa: E402
+from evictable.impl.policies.arc_ghosts import GhostList
 
 __all__ = [
     "VLLM_VERSION",

@@ -34,17 +34,18 @@ except ImportError as _exc:  # one clear error, not vLLM's (or torch's) tracebac
         "them (docs/interop.md)"
     ) from None
 
-VLLM_VERSION = "0.33"
+from evictable.model.vllm033 import VLLM_VERSION
+
 if not str(getattr(_vllm, "__version__", "")).startswith(VLLM_VERSION):
     raise ImportError(
         f"evictable.proofs.adapters.vllm is written for vLLM {VLLM_VERSION}.x, "
         f"found {getattr(_vllm, '__version__', '?')} (docs/interop.md)"
     )
 
-from evictable.proofs.adapters.vllm.gpu import block_pool, free_queue  # noqa: E402
-from evictable.proofs.adapters.vllm.keys import VLLM_KEYS, K, OffloadKey  # noqa: E402
-from evictable.proofs.adapters.vllm.lazy import lazy_scanner  # noqa: E402
-from evictable.proofs.adapters.vllm.manager import (  # noqa: E402
+from evictable.proofs.adapters.vllm.gpu import block_pool, free_queue
+from evictable.proofs.adapters.vllm.keys import VLLM_KEYS, K, OffloadKey
+from evictable.proofs.adapters.vllm.lazy import lazy_scanner
+from evictable.proofs.adapters.vllm.manager import (
     VllmManager,
     arc_manager,
     evictable_arc_manager,

@@ -34,13 +34,14 @@ broken table stepping the state is judged by the unbroken specification.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import z3
 
 from evictable.model.lifecycle import CPU_MACHINE, CpuState, Machine
 from evictable.proofs.z3.encode import REFERENCE_MACHINES, BlockTerms, inv_term, state_sort
+from evictable.proofs.z3.terms import both, ite
 
 __all__ = [
     "UNBOUNDED",
@@ -111,19 +112,30 @@ class VecFn:
     """A function on `0..len-1` as one scalar term per index (a bounded domain)."""
 
     vals: tuple[Term, ...]
+    _read: dict[int, tuple[Term, Term]] = field(
+        default_factory=dict, compare=False, hash=False, repr=False
+    )
+    """The chains built for symbolic indexes, by the index object's identity (the
+    index is kept with its chain, so an identity is never reused for another)."""
 
     def __call__(self, index: Term) -> Term:
         if isinstance(index, int):
             return self.vals[index]
+        seen = self._read.get(id(index))
+        if seen is not None and seen[0] is index:
+            return seen[1]
         out = self.vals[-1]
         for i in range(len(self.vals) - 2, -1, -1):
-            out = z3.If(index == i, self.vals[i], out)
+            out = ite(_eq(index, i), self.vals[i], out)
+        self._read[id(index)] = (index, out)
         return out
 
     def set(self, index: Term, value: Term, when: Term = True) -> VecFn:
+        if when is True:
+            when = z3.BoolVal(True)
         return VecFn(
             tuple(
-                z3.If(z3.And(when, _eq(index, i)), value, v) if _may(index, i) else v
+                ite(both(when, _eq(index, i)), value, v) if _may(index, i) else v
                 for i, v in enumerate(self.vals)
             )
         )

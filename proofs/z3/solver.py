@@ -132,9 +132,21 @@ def ground_solver(backstop_s: float) -> Any:
 
 
 def _count(s: Any) -> int:
-    stats = s.statistics()
-    keys = set(stats.keys())  # z3's Statistics has no `in`
-    return int(stats.get_key_value("rlimit count")) if "rlimit count" in keys else 0
+    """The solver's "rlimit count" statistic (0 before its first check), read through
+    the C API: the Python `Statistics` wrapper lists every key first, which costs more
+    than a small check of the refinement oracle."""
+    ctx = s.ctx.ref()
+    stats = z3core.Z3_solver_get_statistics(ctx, s.solver)
+    z3core.Z3_stats_inc_ref(ctx, stats)
+    try:
+        for i in reversed(range(z3core.Z3_stats_size(ctx, stats))):  # the keys are sorted
+            if z3core.Z3_stats_get_key(ctx, stats, i) == "rlimit count":
+                if z3core.Z3_stats_is_uint(ctx, stats, i):
+                    return int(z3core.Z3_stats_get_uint_value(ctx, stats, i))
+                return int(z3core.Z3_stats_get_double_value(ctx, stats, i))
+        return 0
+    finally:
+        z3core.Z3_stats_dec_ref(ctx, stats)
 
 
 def _recorded(s: Any, query: Callable[[], Any]) -> Any:

@@ -108,6 +108,12 @@ def _arc_abort_keeps(p: ArcState, key: Term, when: Term) -> ArcState:
     return replace(p, idle=p.idle.set(key, z3.BoolVal(False), when))
 
 
+def _insert_keeps_clock(p: ArcState, key: Term, when: Term) -> ArcState:
+    """`stored` that stamps the key with the resident clock but does not advance it."""
+    stored = ARC_HOOKS.stored(p, key, when)
+    return replace(stored, rclock=p.rclock)
+
+
 def _b2_hit_grows(target: Term, b1: Term, b2: Term) -> Term:
     """`B2HitGrowsTarget`: a B2 hit adds instead of subtracting (no cap either)."""
     return b1_hit_term(target, b2, b1, 0, capped=False)
@@ -116,6 +122,10 @@ def _b2_hit_grows(target: Term, b1: Term, b2: Term) -> Term:
 ARC_CONTROLS: dict[str, list[tuple[str, ArcHooks]]] = {
     "prepare_store": [
         ("ghost lists never trimmed (GhostsNeverTrimmed)", replace(ARC_HOOKS, trims=False)),
+        (
+            "stored does not advance the resident clock",
+            replace(ARC_HOOKS, stored=_insert_keeps_clock),
+        ),
     ],
     "complete_store.success": [
         ("became_evictable leaves the idle view", replace(ARC_HOOKS, became_evictable=_arc_stays)),
@@ -133,7 +143,8 @@ ARC_CONTROLS: dict[str, list[tuple[str, ArcHooks]]] = {
         ("became_evictable leaves the idle view", replace(ARC_HOOKS, became_evictable=_arc_stays)),
     ],
     "touch": [
-        ("a B2 hit grows the target (B2HitGrowsTarget)", replace(ARC_HOOKS, b2_hit=_b2_hit_grows))
+        ("a B2 hit grows the target (B2HitGrowsTarget)", replace(ARC_HOOKS, b2_hit=_b2_hit_grows)),
+        ("a touch leaves the key's place in its list", replace(ARC_HOOKS, touch_reorders=False)),
     ],
     "reset_cache": [("clear keeps the idle view", replace(ARC_HOOKS, clears_idle=False))],
 }

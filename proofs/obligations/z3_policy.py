@@ -82,9 +82,12 @@ def obligations(level: Level) -> list[Obligation]:
                 "the evictable set (resident, ref 0), T1 and T2 disjoint and together the "
                 "residents, B1 and B2 disjoint and not resident, the target within "
                 "[0, capacity] and each ghost list at most capacity long"
+                + ", resident stamps distinct within T1 and T2 and below their clock"
                 + (
                     "; its victims are evictable keys outside the batch"
                     if op == "prepare_store"
+                    else "; its first key, if resident, ends the most recent of its list"
+                    if op == "touch"
                     else ""
                 ),
                 partial(check_arc, machine, op, world, ab),

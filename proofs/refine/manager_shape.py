@@ -24,7 +24,8 @@ The fields, by name (`pre_values` / `observed_values` read them off a snapshot):
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+import operator
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
@@ -128,22 +129,25 @@ class Shape:
         if any(not 0 <= i < absent for i in ids + vids):
             return None
         c = self.choice
-        out = [self._input(f"n={len(keys)}", c.n == len(keys))]
+        n = len(keys)
+        out = [self._input(("n", n), operator.eq, c.n, n)]
         for i in range(self.batch):
             k = ids[i] if i < len(ids) else absent
-            out.append(self._input(f"key{i}={k}", c.keys[i] == k))
+            out.append(self._input(("key", i, k), operator.eq, c.keys[i], k))
         if not with_victims:
             return out
         for j in range(self.batch):
             v = vids[j] if j < len(vids) else absent
-            out.append(self._input(f"victim{j}={v}", c.victims[j] == v))
-        out.append(c.supplied if supplied else z3.Not(c.supplied))
+            out.append(self._input(("victim", j, v), operator.eq, c.victims[j], v))
+        out.append(self._input(("supplied", supplied), _holds, c.supplied, supplied))
         return out
 
-    def _input(self, name: str, term: Term) -> Term:
-        lit = self._literals.get((name, None))
+    def _input(self, name: tuple[Any, ...], build: Callable[..., Term], *args: Any) -> Term:
+        """The input literal `name`, `build(*args)` the first time only."""
+        key = ("input", name)
+        lit = self._literals.get(key)
         if lit is None:
-            lit = self._literals[(name, None)] = term
+            lit = self._literals[key] = build(*args)
         return lit
 
     def unique(self, literals: list[Term]) -> bool:
@@ -168,6 +172,10 @@ class Shape:
         if i not in self._slots_of_keys:
             self._slots_of_keys[i] = self.step.post.slot(self.choice.keys[i])
         return self._slots_of_keys[i]
+
+
+def _holds(term: Term, value: bool) -> Term:
+    return term if value else z3.Not(term)
 
 
 def _equals(term: Term, value: Any) -> Term:

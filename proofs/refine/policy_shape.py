@@ -24,7 +24,7 @@ relations introduce no free symbol), so it is the only one the relation admits.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -87,10 +87,10 @@ class PolicyPart:
         order = sorted(ranks, key=ranks.__getitem__)
         keys = sorted(int(n[9:-1]) for n in values)
         out = [
-            self._lit(k, -1, post.listed(k) if k in ranks else z3.Not(post.listed(k))) for k in keys
+            self._lit(("listed", k, k in ranks), _member, post.listed, k, k in ranks) for k in keys
         ]
         for a, b in itertools.pairwise(order):
-            out.append(self._lit(a, b, post.stamp(a) < post.stamp(b)))
+            out.append(self._lit(("older", a, b), _older, post.stamp, a, b))
         return out
 
     def _arc_literals(self, post: ArcState, values: dict[str, Any]) -> list[Term]:
@@ -105,29 +105,42 @@ class PolicyPart:
                     self._literals["target", v] = lit
                 out.append(lit)
             elif ".rank" not in name:
-                out.append(
-                    self._lit(name, v, self.observed[name] if v else z3.Not(self.observed[name]))
-                )
-        for ghosts in ("b1", "b2"):
+                out.append(self._lit((name, bool(v)), _holds, self.observed[name], bool(v)))
+        for lst, stamp in (
+            ("b1", post.gstamp),
+            ("b2", post.gstamp),
+            ("t1", post.rstamp),
+            ("t2", post.rstamp),
+        ):
             ranks = {
-                int(n[len(f"arc.{ghosts}.rank[") : -1]): r
+                int(n[len(f"arc.{lst}.rank[") : -1]): r
                 for n, r in values.items()
-                if n.startswith(f"arc.{ghosts}.rank[") and r >= 0
+                if n.startswith(f"arc.{lst}.rank[") and r >= 0
             }
             order = sorted(ranks, key=ranks.__getitem__)
             for a, b in itertools.pairwise(order):
-                out.append(self._lit(ghosts, (a, b), post.gstamp(a) < post.gstamp(b)))
+                out.append(self._lit((lst, a, b), _older, stamp, a, b))
         return out
 
-    def _lit(self, a: Any, b: Any, term: Term) -> Term:
-        if isinstance(b, int) and b < 0:
-            key: tuple[Any, ...] = (a, -1 if z3.is_not(term) else -2)
-        else:
-            key = (a, b)
+    def _lit(self, key: tuple[Any, ...], build: Callable[..., Term], *args: Any) -> Term:
+        """The literal named `key`, `build(*args)` the first time only (building a Z3
+        term costs more than the check that uses it)."""
         lit = self._literals.get(key)
         if lit is None:
-            lit = self._literals[key] = term
+            lit = self._literals[key] = build(*args)
         return lit
+
+
+def _holds(term: Term, value: bool) -> Term:
+    return term if value else z3.Not(term)
+
+
+def _member(fn: Callable[[int], Term], k: int, value: bool) -> Term:
+    return _holds(fn(k), value)
+
+
+def _older(stamp: Callable[[int], Term], a: int, b: int) -> Term:
+    return stamp(a) < stamp(b)
 
 
 TARGET_TOLERANCE = Fraction(1, 10**9)
@@ -148,21 +161,32 @@ def arc_part(
     world: BoundedWorld, step: Step, c: Choice, pre: MState, hooks: ArcHooks = ARC_HOOKS
 ) -> PolicyPart:
     """ARC composed with `step` in `world` (`z3.policy_arc`): membership, idle view,
-    target and the ghost lists' order bound; T1's and T2's order not."""
+    target and the order of every list bound (T1's and T2's by the resident stamps,
+    B1's and B2's by the ghost stamps)."""
     p0 = arc_fresh(world, "pre")
     ps = arc_compose(world, step, c, p0, pre.cap, hooks)
     post = ps.post
     keys = range(world.keys)
-    pre_terms: dict[str, Term] = {"arc.target": p0.target, "arc.gclock": p0.gclock}
+    pre_terms: dict[str, Term] = {
+        "arc.target": p0.target,
+        "arc.gclock": p0.gclock,
+        "arc.rclock": p0.rclock,
+    }
     observed: dict[str, Term] = {"arc.target": post.target}
     for k in keys:
         for f in ("t1", "t2", "b1", "b2", "idle"):
             pre_terms[f"arc.{f}[{k}]"] = getattr(p0, f)(k)
             observed[f"arc.{f}[{k}]"] = getattr(post, f)(k)
         pre_terms[f"arc.gstamp[{k}]"] = p0.gstamp(k)
-        for g in ("b1", "b2"):
+        pre_terms[f"arc.rstamp[{k}]"] = p0.rstamp(k)
+        for g, stamp in (
+            ("b1", post.gstamp),
+            ("b2", post.gstamp),
+            ("t1", post.rstamp),
+            ("t2", post.rstamp),
+        ):
             fn = getattr(post, g)
-            older = [z3.If(z3.And(fn(u), post.gstamp(u) < post.gstamp(k)), 1, 0) for u in keys]
+            older = [z3.If(z3.And(fn(u), stamp(u) < stamp(k)), 1, 0) for u in keys]
             observed[f"arc.{g}.rank[{k}]"] = z3.If(fn(k), z3.Sum(older), -1)
     inv = {**invariant(world, pre), **arc_invariant(world, pre, p0)}
     return PolicyPart("arc", ps, ps.facts, pre_terms, observed, inv)
@@ -175,12 +199,15 @@ def arc_pre_values(snap: ManagerSnapshot, index: dict[Hashable, int], keys: int)
     lists = {"t1": a.t1, "t2": a.t2, "b1": a.b1, "b2": a.b2}
     idle = {index[k] for k in a.evictable or ()}
     pos = {index[k]: i for g in (a.b1, a.b2) for i, k in enumerate(g)}
+    rpos = {index[k]: i for i, k in enumerate((*a.t1, *a.t2))}  # one stamping of both orders
     for k in range(keys):
         for f, entries in lists.items():
             out[f"arc.{f}[{k}]"] = any(index.get(e) == k for e in entries)
         out[f"arc.idle[{k}]"] = k in idle
         out[f"arc.gstamp[{k}]"] = pos.get(k, 0)
+        out[f"arc.rstamp[{k}]"] = rpos.get(k, 0)
     out["arc.gclock"] = max(len(a.b1), len(a.b2))
+    out["arc.rclock"] = len(a.t1) + len(a.t2)
     return out
 
 
@@ -194,7 +221,7 @@ def arc_post_values(snap: ManagerSnapshot, index: dict[Hashable, int], keys: int
         for f, entries in lists.items():
             out[f"arc.{f}[{k}]"] = any(index.get(e) == k for e in entries)
         out[f"arc.idle[{k}]"] = k in idle
-    for g in ("b1", "b2"):
+    for g in ("b1", "b2", "t1", "t2"):
         pos = {index[k]: i for i, k in enumerate(getattr(a, g))}
         for k in range(keys):
             out[f"arc.{g}.rank[{k}]"] = pos.get(k, -1)

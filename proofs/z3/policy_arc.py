@@ -3,30 +3,34 @@
 docs/semantics.md, "ARC", is the normative text; `model.arc.ModelArc` its executable
 reference. The state (`ArcState`) is, per key, membership in T1, T2, B1, B2 and in
 the idle view (the keys the policy was told are evictable: `mark_evictable` /
-`mark_non_evictable`), and the adaptive `target` (a real). Order is not state here:
-which victims ARC picks is left to the policy (the safety contract: victims are
-idle keys outside the batch), and the ghost trim keeps some ghosts, as many as the
-semantics keeps (`min(|B|, N)`) -- so these relations bind membership, the idle view
-and the target, not the lists' order. They are a finite world's (`BoundedWorld`):
-list sizes are counts.
+`mark_non_evictable`), a recency stamp within its resident list (T1's or T2's order)
+and within its ghost list, and the adaptive `target` (a real). The victims of a
+`prepare_store` are the ones ARC's selection picks (`_choose`: T1's or T2's least
+recent eligible entry by the target and the T1 counter, with the T1 fallback), and
+the ghost trim keeps each ghost list's `N` most recent -- so these relations bind
+membership, the idle view, the target and every list's order. They are a finite
+world's (`BoundedWorld`): list sizes are counts.
 
 Hooks (`ArcHooks`; semantics "ARC"):
 
-* `stored` (Insert): the key joins T1 and stops being a ghost;
+* `stored` (Insert): the key joins T1 (most recent) and stops being a ghost;
 * `aborted` (Remove): it leaves T1/T2 and the idle view, and is no ghost;
 * `became_evictable` / `became_pinned`: the idle view gains / loses the key;
-* `touch` (keys last to first): in T1 and not PENDING -> T2; a B1 hit sets
+* `touch` (keys last to first): in T1 and not PENDING -> T2, in T1 and PENDING or
+  in T2 -> the same list, most recent either way; a B1 hit sets
   `target := min(target + max(1, |B2|/|B1|), N)`, a B2 hit `target := max(target -
   max(1, |B1|/|B2|), 0)` (the terms of `proofs.z3.arc`, whose encoding is checked
   against the model's functions by `arc.z3.target_encoding_matches_model`);
-* `evict`: each victim leaves its list and the idle view and becomes a ghost of
-  B1 (from T1) or B2 (from T2); then each ghost list is trimmed to N;
+* `evict`: the victims are the ones `_choose` picks from the state before the call;
+  each leaves its list and the idle view and becomes the most recent ghost of B1
+  (from T1) or B2 (from T2); then each ghost list is trimmed to N;
 * `clear`: every list and the idle view empty, target 0.
 
 `invariant`: the idle view is the evictable set (resident, ref 0); T1 and T2
 disjoint and together the residents; B1 and B2 disjoint and not resident;
-`0 <= target <= N`; `|B1| <= N` and `|B2| <= N`; ghost stamps distinct within a
-list and below the ghost clock. `claims`: a prepare_store's
+`0 <= target <= N`; `|B1| <= N` and `|B2| <= N`; resident stamps distinct within
+T1 and within T2 and below their clock, ghost stamps distinct within a list and below
+the ghost clock. `claims`: a prepare_store's
 victims are evictable keys outside the batch.
 """
 
@@ -80,6 +84,10 @@ class ArcState:
     """A ghost's recency within its ghost list (larger is more recent)."""
     gclock: Term
     """Above every ghost's stamp."""
+    rstamp: VecFn
+    """A resident's recency within its list, T1 or T2 (larger is more recent)."""
+    rclock: Term
+    """Above every resident's stamp."""
 
 
 def fresh(world: BoundedWorld, prefix: str) -> ArcState:
@@ -95,6 +103,8 @@ def fresh(world: BoundedWorld, prefix: str) -> ArcState:
         z3.Real(f"{prefix}.arc.target"),
         VecFn(tuple(z3.Int(f"{prefix}.arc.gstamp{i}") for i in range(world.keys))),
         z3.Int(f"{prefix}.arc.gclock"),
+        VecFn(tuple(z3.Int(f"{prefix}.arc.rstamp{i}") for i in range(world.keys))),
+        z3.Int(f"{prefix}.arc.rclock"),
     )
 
 
@@ -104,6 +114,14 @@ def _ghost(p: ArcState, k: Term, when: Term) -> ArcState:
     if not isinstance(stamp, VecFn):
         raise TypeError("a finite world's function")
     return replace(p, gstamp=stamp, gclock=p.gclock + z3.If(when, 1, 0))
+
+
+def _recent(p: ArcState, k: Term, when: Term) -> ArcState:
+    """`k` goes to its list's most-recent end (T1's or T2's)."""
+    stamp = p.rstamp.set(k, p.rclock, when)
+    if not isinstance(stamp, VecFn):
+        raise TypeError("a finite world's function")
+    return replace(p, rstamp=stamp, rclock=p.rclock + z3.If(when, 1, 0))
 
 
 def _count(f: VecFn) -> Term:
@@ -121,12 +139,13 @@ Hook1 = Callable[[ArcState, Term, Term], ArcState]
 
 
 def _insert(p: ArcState, k: Term, when: Term) -> ArcState:
-    return replace(
+    p = replace(
         p,
         t1=_set(p.t1, k, True, when),
         b1=_set(p.b1, k, False, when),
         b2=_set(p.b2, k, False, when),
     )
+    return _recent(p, k, when)
 
 
 def _remove(p: ArcState, k: Term, when: Term) -> ArcState:
@@ -162,6 +181,11 @@ class ArcHooks:
     trims: bool = True
     """False: the ghost lists are never trimmed (`GhostsNeverTrimmed`)."""
     clears_idle: bool = True
+    least_recent: bool = True
+    """False: each round of the victims' choice takes its list's most recent eligible
+    entry (a control)."""
+    touch_reorders: bool = True
+    """False: a touched resident keeps its place in its list (a control)."""
 
 
 ARC_HOOKS = ArcHooks()
@@ -199,6 +223,8 @@ def compose(
             z3.RealVal(0),
             pre.gstamp,
             pre.gclock,
+            pre.rstamp,
+            pre.rclock,
         )
 
         def pick(x: VecFn, y: VecFn) -> VecFn:
@@ -213,18 +239,25 @@ def compose(
             z3.If(go, cleared.target, pre.target),
             pre.gstamp,
             pre.gclock,
+            pre.rstamp,
+            pre.rclock,
         )
         return ArcStep(pre, post, facts, victims)
     batch = len(c.keys)
     in_batch = [c.n > i for i in range(batch)]
     if step.op == "prepare_store":
+
+        def outside(u: Term) -> Term:
+            return z3.And(*[z3.Implies(in_batch[i], u != k) for i, k in enumerate(c.keys)])
+
+        chosen = [(a.key, a.active) for a in step.actors if a.event is CpuEvent.EVICT]
+        facts += _choose(world, pre, chosen, outside, hooks.least_recent)
         for a in step.actors:
             if a.event is not CpuEvent.EVICT:
                 continue
             v = a.key
-            outside = z3.And(*[z3.Implies(in_batch[i], v != k) for i, k in enumerate(c.keys)])
             facts.append(
-                z3.Implies(a.active, z3.And(pre.idle(v), z3.Or(pre.t1(v), pre.t2(v)), outside))
+                z3.Implies(a.active, z3.And(pre.idle(v), z3.Or(pre.t1(v), pre.t2(v)), outside(v)))
             )
             victims.append((v, a.active))
             from_t1 = z3.And(a.active, p.t1(v))
@@ -284,12 +317,70 @@ def compose(
                 b1_hit_term(p.target, n1, n2, cap),
                 z3.If(hit2, hooks.b2_hit(p.target, n1, n2), p.target),
             )
-            del in_t2
             p = replace(
                 p, t1=_set(p.t1, k, False, promote), t2=_set(p.t2, k, True, promote), target=target
             )
+            if hooks.touch_reorders:
+                p = _recent(p, k, z3.Or(in_t1, in_t2))
             p = _ghost(p, k, z3.Or(hit1, hit2))
     return ArcStep(pre, p, facts, victims)
+
+
+def _choose(
+    world: BoundedWorld,
+    pre: ArcState,
+    victims: list[tuple[Term, Term]],
+    outside: Callable[[Term], Term],
+    least_recent: bool = True,
+) -> list[Term]:
+    """The victims (key, acts), in the order chosen, are the ones ARC's selection
+    picks (semantics "ARC", Evict): a counter starts at |T1| (every T1 entry); each
+    round takes, among the eligible entries (idle, outside the batch, not taken
+    before), T1's least recent when the counter is at least int(target) and T1 has
+    one, else T2's least recent, else T1's (the fallback); a T1 pick lowers the
+    counter. Selection reads the state before the call (nothing changes until every
+    victim is chosen)."""
+    keys = range(world.keys)
+    counter = _count(pre.t1)
+    floor = z3.ToInt(pre.target)
+    out: list[Term] = []
+    eligible = [z3.And(pre.idle(u), outside(u)) for u in keys]  # before any victim is taken
+    earlier: list[tuple[Term, Term]] = []
+    for v, acts in victims:
+        stamp = pre.rstamp(v)
+        mine = z3.And(pre.idle(v), outside(v), *[z3.Not(z3.And(a, w == v)) for w, a in earlier])
+        earlier.append((v, acts))
+        taken = [z3.And(acts, v == u) for u in keys]
+
+        def first(
+            lst: VecFn,
+            stamp: Term = stamp,
+            mine: Term = mine,
+            v: Term = v,
+            eligible: list[Term] = eligible,
+        ) -> Term:
+            def before(u: int) -> Term:
+                return stamp <= pre.rstamp(u) if least_recent else stamp >= pre.rstamp(u)
+
+            return z3.And(
+                lst(v),
+                mine,
+                *[z3.Implies(z3.And(lst(u), eligible[u]), before(u)) for u in keys],
+            )
+
+        def some(lst: VecFn, eligible: list[Term] = eligible) -> Term:
+            return z3.Or(*[z3.And(lst(u), eligible[u]) for u in keys])
+
+        from_t1 = first(pre.t1)
+        rule = z3.If(
+            z3.And(counter >= floor, some(pre.t1)),
+            from_t1,
+            z3.If(some(pre.t2), first(pre.t2), from_t1),
+        )
+        out.append(z3.Implies(acts, rule))
+        counter = counter - z3.If(z3.And(acts, pre.t1(v)), 1, 0)
+        eligible = [z3.And(e, z3.Not(t)) for e, t in zip(eligible, taken, strict=True)]
+    return out
 
 
 def _trim(f: VecFn, stamp: VecFn, cap: Term) -> VecFn:
@@ -334,6 +425,20 @@ def invariant(world: BoundedWorld, m: MState, p: ArcState) -> dict[str, Term]:
         "arc_ghost_stamps_below_clock": z3.And(
             *[z3.Implies(z3.Or(p.b1(k), p.b2(k)), p.gstamp(k) < p.gclock) for k in keys]
         ),
+        "arc_resident_stamps_below_clock": z3.And(
+            *[z3.Implies(z3.Or(p.t1(k), p.t2(k)), p.rstamp(k) < p.rclock) for k in keys]
+        ),
+        "arc_resident_stamps_distinct": z3.And(
+            *[
+                z3.Implies(
+                    z3.Or(z3.And(p.t1(a), p.t1(b)), z3.And(p.t2(a), p.t2(b))),
+                    p.rstamp(a) != p.rstamp(b),
+                )
+                for a in keys
+                for b in keys
+                if a < b
+            ]
+        ),
         "arc_ghost_stamps_distinct": z3.And(
             *[
                 z3.Implies(
@@ -348,8 +453,23 @@ def invariant(world: BoundedWorld, m: MState, p: ArcState) -> dict[str, Term]:
     }
 
 
-def claims(step: Step, c: Choice, ps: ArcStep) -> dict[str, Term]:
-    """A prepare_store's victims are evictable keys outside the batch."""
+def claims(world: BoundedWorld, step: Step, c: Choice, ps: ArcStep) -> dict[str, Term]:
+    """A prepare_store's victims are evictable keys outside the batch; after a touch,
+    its first key, if it was resident, is the most recent of its list (keys are walked
+    last to first)."""
+    if step.op == "touch" and c.keys:
+        first, pre, post = c.keys[0], ps.pre, ps.post
+
+        def behind(u: int) -> Term:
+            same = z3.Or(z3.And(post.t1(u), post.t1(first)), z3.And(post.t2(u), post.t2(first)))
+            return z3.Implies(z3.And(same, first != u), post.rstamp(u) < post.rstamp(first))
+
+        was_resident = z3.And(c.n >= 1, z3.Or(pre.t1(first), pre.t2(first)))
+        return {
+            "arc_touched_first_most_recent": z3.Implies(
+                was_resident, z3.And(*[behind(u) for u in range(world.keys)])
+            )
+        }
     if step.op != "prepare_store":
         return {}
     in_batch = [c.n > i for i in range(len(c.keys))]

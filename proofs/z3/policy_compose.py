@@ -96,7 +96,7 @@ def arc_query(machine: Machine, op: str, world: BoundedWorld, batch: int, hooks:
         *step.facts,
         *ps.facts,
     ]
-    out = {**arc_invariant(world, step.post, ps.post), **arc_claims(step, c, ps)}
+    out = {**arc_invariant(world, step.post, ps.post), **arc_claims(world, step, c, ps)}
     return out, assumptions, lambda m: render_step(m, world, step)
 
 

@@ -40,6 +40,7 @@ from evictable.proofs.base.protocol import Factory
 from evictable.proofs.lockstep.failures import Action, Start, Step
 from evictable.proofs.lockstep.inputs import Call
 from evictable.proofs.lockstep.manager import ConformanceFailure, replay
+from evictable.proofs.lockstep.observer import StepObserver
 
 __all__ = ["Orders", "Shape", "run", "scenarios"]
 
@@ -138,14 +139,20 @@ class Orders:
         return f"{self.sequences} call sequences, {self.calls} calls, every call compared"
 
 
-def run(shape: Shape, factory: Factory, contract: Contract = DEFAULT) -> Orders:
+def run(
+    shape: Shape,
+    factory: Factory,
+    contract: Contract = DEFAULT,
+    observer: StepObserver | None = None,
+) -> Orders:
     """Replay every sequence of `shape` against `factory`'s ARC managers; stop at the
-    first failure."""
+    first failure. `observer` also judges every call of both sides (the proved
+    relation's refinement, `refine.conformance.RefinementObserver`)."""
     sequences = calls = 0
     for actions in scenarios(shape):
         sequences += 1
         calls += len(actions) - 1
-        failure = replay(factory, "arc", None, PLAN, actions, contract)
+        failure = replay(factory, "arc", None, PLAN, actions, contract, observer)
         if failure is not None:
             return Orders(sequences, calls, failure)
     return Orders(sequences, calls, None)

@@ -82,9 +82,9 @@ STATE_METHODS: frozenset[str] = frozenset(
 )
 """The methods the relation speaks about (the others change no state)."""
 
-_KEY_SIZES = (4, 8, 12, 16, 24, 32, 48, 64)
-_BATCH_SIZES = (1, 2, 4, 8, 16, 32)
-_SLOT_SIZES = (2, 4, 8, 16, 32, 64)
+_KEY_SIZES = (4, 6, 8, 10, 12, 16, 24, 32, 48, 64)
+_BATCH_SIZES = (1, 2, 4, 6, 8, 16, 32)
+_SLOT_SIZES = (2, 4, 5, 6, 8, 12, 16, 32, 64)
 """A shape's world is rounded up (keys, slot ids, batch) so that few shapes serve
 many calls; the manager's capacity is a value of the pre-state."""
 
@@ -124,6 +124,9 @@ class OracleCache:
 
     shapes: dict[tuple[str, int, int, int, str | None], Shape] = field(default_factory=dict)
     admitted: set[tuple[Any, ...]] = field(default_factory=set)
+    calls: set[tuple[Any, ...]] = field(default_factory=set)
+    """Calls admitted, by their arguments, reply and both snapshots (a call met again
+    with the same snapshots is not taken apart again)."""
     functional: dict[tuple[str, int], str | None] = field(default_factory=dict)
 
 
@@ -136,7 +139,7 @@ class ManagerOracle:
         variant: Variant = MANAGER,
         cache: OracleCache | None = None,
         lru: LruHooks | None = LRU_HOOKS,
-        arc: ArcHooks | None = None,
+        arc: ArcHooks | None = ARC_HOOKS,
     ) -> None:
         self.machine = machine
         self.variant = variant
@@ -144,12 +147,12 @@ class ManagerOracle:
         """The LRU's hook relations composed with the manager's on an LRU's calls
         (None: the manager relation alone)."""
         self.arc = arc
-        """ARC's hook relations composed with the manager's on an ARC's calls (None,
-        the default: the manager relation alone -- ARC's composed shapes cost about
-        five times as much a check, so the records that bind them choose to)."""
+        """ARC's hook relations composed with the manager's on an ARC's calls (None:
+        the manager relation alone)."""
         cache = cache if cache is not None else OracleCache()
         self._shapes = cache.shapes
         self._admitted = cache.admitted
+        self._calls = cache.calls
         self._functional = cache.functional
         self.calls = 0
         """Calls judged."""
@@ -210,7 +213,13 @@ class ManagerOracle:
         if reply.raised and not isinstance(reply.value, LifecycleError):
             return _unchanged(method, before, after, f"raised {type(reply.value).__name__}")
         self.solved += 1
-        return self._judge(op_name(method, success), keys, reply, before, after)
+        call = _call_key(method, keys, success, reply, before, after, (self.lru, self.arc))
+        if call is not None and call in self._calls:
+            return None
+        why = self._judge(op_name(method, success), keys, reply, before, after)
+        if why is None and call is not None:
+            self._calls.add(call)
+        return why
 
     def _judge(
         self,
@@ -292,6 +301,38 @@ class ManagerOracle:
             )
         self._admitted.add(seen)
         return None
+
+
+def _call_key(
+    method: str,
+    keys: list[Hashable],
+    success: object,
+    reply: Reply,
+    before: ManagerSnapshot,
+    after: ManagerSnapshot,
+    hooks: tuple[Any, ...],
+) -> tuple[Any, ...] | None:
+    """Everything the judgement of a call reads, as one hashable value (None when a
+    part is not hashable: such a call is judged every time); `hooks`, the policy
+    relations composed."""
+    err = reply.value if reply.raised else None
+    key = (
+        hooks,
+        method,
+        tuple(keys),
+        success,
+        reply.raised,
+        reply.describe(),
+        getattr(err, "state", None),
+        getattr(err, "event", None),
+        before,
+        after,
+    )
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 # ------------------------------------------------------------------ the outcome

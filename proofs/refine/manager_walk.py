@@ -9,7 +9,9 @@ ways, the first failure ends the walk with its shortest trace:
    model did and what the implementation did, and admits nothing else
    (`refine.manager.ManagerOracle`; docs/proofs.md, "Refinement"); for an LRU,
    composed with the LRU's hook relations (`z3.policy_lru`, proved by
-   `policy.lru.*`), so the victims and the list's order are the relation's too;
+   `policy.lru.*`) or ARC's (`z3.policy_arc`, `policy.arc.*`), so the victims and
+   the policy's own state (the list's order; ARC's four lists in order, its idle
+   view and its target) are the relation's too;
 2. each key's step is a step of the table relation T (`bridges.judge_keys`: state,
    ref count, membership in the policy's evictable view), and a refusal names a
    pair T rejects;
@@ -33,7 +35,7 @@ from evictable.proofs.explore.coverage import Call, RecordingModel, edges
 from evictable.proofs.refine.bridges import Oracle, judge_counters, judge_keys
 from evictable.proofs.refine.manager import ManagerOracle, OracleCache
 from evictable.proofs.z3.manager_ops import MANAGER, Variant
-from evictable.proofs.z3.policy_arc import ArcHooks
+from evictable.proofs.z3.policy_arc import ARC_HOOKS, ArcHooks
 from evictable.proofs.z3.policy_lru import LRU_HOOKS, LruHooks
 
 __all__ = ["Refinement", "check_refinement"]
@@ -86,14 +88,14 @@ def check_refinement(
     variant: Variant = MANAGER,
     cache: OracleCache | None = None,
     lru: LruHooks | None = LRU_HOOKS,
-    arc: ArcHooks | None = None,
+    arc: ArcHooks | None = ARC_HOOKS,
 ) -> Outcome:
     """Every call on every reachable state within `bounds`, model and implementation
     (`factory`), is a step of the manager relation (`variant` of it), of the table
     relation per key, and of the counter rule (see the module docstring). `cache`:
     shapes shared with other runs of the same relation (`OracleCache`); `lru`: the
     LRU's hook relations composed with the manager's on an LRU's calls, `arc` ARC's
-    on an ARC's (None: none)."""
+    on an ARC's (None: the manager relation alone)."""
     oracle = ManagerOracle(model.machine, variant, cache, lru, arc)
     judges = Refinement(oracle, Oracle(model.machine))
     walk = edges(bounds, judges.judge, model, factory)

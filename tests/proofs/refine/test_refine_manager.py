@@ -202,8 +202,9 @@ CAUGHT_BY_THE_WALK = (
 )
 """The catalogue's manager bugs the refinement walk shows as a step the relation does
 not admit. (The others: the LRU's victim and recency orders, caught by the relation
-composed with the LRU's hook relations, `ORDER_BUGS`; ARC's lists and target -- ARC's
-own state is not bound yet; bugs that show only with a policy
+composed with the LRU's hook relations, `ORDER_BUGS`; ARC's lists, order and target,
+caught by the relation composed with ARC's, `ARC_BUGS` and `test_refine_arc_order`;
+bugs that show only with a policy
 hook failing, `CAUGHT_WITH_FAULTS`; a copy sharing state, seen by the comparison's
 copy round trips; a corrupted list and an endless walk, below.)"""
 

@@ -48,6 +48,7 @@ COMPILED_MODULES = [
     "free_queue",
     "block_pool",
     "lazy_offload",
+    "batches",
     "manager",
     "policies/base",
     "policies/lru",

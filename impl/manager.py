@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence, Set
 
 from evictable.impl._compat import mypyc_attr
+from evictable.impl.batches import check_keys, check_keys_and_success
 from evictable.impl.block import BlockStatus
 from evictable.impl.policies.base import CachePolicy
 from evictable.impl.policies.factory import create_policy, is_builtin, known_policies
@@ -48,8 +49,6 @@ from evictable.model.types import (
 from evictable.model.validate import (
     check_enable_events,
     check_key,
-    check_keys,
-    check_keys_and_success,
     check_num_blocks,
     check_policy_name,
     touch_keys,
@@ -245,17 +244,23 @@ class CPUOffloadingManager:
                 if self._own_table:
                     for key, _ in victims:
                         del blocks[key]
-            ids = slots.take(count, [block.block_id for _, block in victims])
+            freed: list[int] = []
+            records: list[BlockStatus] = []
+            for _, block in victims:
+                freed.append(block.block_id)
+                records.append(block)
+            ids = slots.take(count, freed)
             # Victims' records are referenced nowhere any more (`_reuse`): reset them
             # for the first new keys instead of allocating (no per-key allocation).
-            records = [block for _, block in victims] if self._reuse else []
-            del records[count:]
-            for block, key, slot in zip(records, to_store, ids, strict=False):
+            reused = min(len(records), count) if self._reuse else 0
+            del records[reused:]
+            for i in range(reused):
+                block = records[i]
                 block.ref_cnt = -1
-                block.key = key
-                block.block_id = slot
-            reused = len(records)
-            records += map(self._record, ids[reused:], to_store[reused:])
+                block.key = to_store[i]
+                block.block_id = ids[i]
+            if reused < count:
+                records += map(self._record, ids[reused:], to_store[reused:])
             if self._own_table:
                 blocks.update(zip(to_store, records, strict=True))
             policy.stored(to_store, records)
@@ -380,11 +385,11 @@ class CPUOffloadingManager:
         Complexity: O(len(keys)).
         """
         batch, _ = check_keys(keys)
-        get = self._blocks.get
+        blocks = self._blocks
         slots: list[int] = []
         flipped: list[BlockStatus] = []
         for key in batch:
-            block = get(key)
+            block = blocks.get(key)
             if block is None or block.ref_cnt < 0:
                 self._shift(batch[: len(slots)], -1)  # undo the keys before it
                 raise refusal(key, block, CpuEvent.LOAD_BEGIN)
@@ -410,10 +415,10 @@ class CPUOffloadingManager:
         the LRU: at the most-recent end). Complexity: O(len(keys)).
         """
         batch, _ = check_keys(keys)
-        get = self._blocks.get
+        blocks = self._blocks
         flipped: list[BlockStatus] = []
         for done, key in enumerate(batch):
-            block = get(key)
+            block = blocks.get(key)
             if block is None or block.ref_cnt <= 0:
                 self._shift(batch[:done], +1)  # undo the keys before it
                 raise refusal(key, block, CpuEvent.LOAD_END)

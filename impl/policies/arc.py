@@ -38,7 +38,7 @@ from evictable.impl._compat import mypyc_attr
 from evictable.impl.block import BlockStatus
 from evictable.impl.policies.arc_ghosts import GhostList
 from evictable.impl.policies.arc_index import ArcRecord, IdleIndex, select
-from evictable.impl.policies.base import CachePolicy
+from evictable.impl.policies.base import CachePolicy, own_abc_caches
 from evictable.model.arc import target_after_b1_hit, target_after_b2_hit
 from evictable.model.errors import InvalidArgumentError, InvariantViolationError
 from evictable.model.types import ArcPolicySnapshot, Key
@@ -152,22 +152,23 @@ class ARCCachePolicy(CachePolicy):
         records: Sequence[ArcRecord] = blocks  # type: ignore[assignment]
         one, two = self._idle1, self._idle2
         main, late = one.ring, one.late
+        last: ArcRecord  # the links typed as records: native field access when compiled
         for record in records:
             if record.in_t2 or record.next is not None:
                 (two if record.in_t2 else one).admit(record)  # T2, or a dormant heap entry
                 continue
-            last = main.prev
-            if last is main or last.stamp < record.stamp:  # type: ignore[union-attr]
+            last = main.prev  # type: ignore[assignment]
+            if last is main or last.stamp < record.stamp:
                 record.prev = last
                 record.next = main
-                last.next = record  # type: ignore[union-attr]
+                last.next = record
                 main.prev = record
                 continue
-            last = late.prev
-            if last is late or last.stamp < record.stamp:  # type: ignore[union-attr]
+            last = late.prev  # type: ignore[assignment]
+            if last is late or last.stamp < record.stamp:
                 record.prev = last
                 record.next = late
-                last.next = record  # type: ignore[union-attr]
+                last.next = record
                 late.prev = record
             else:
                 one.admit(record)  # behind both rings' ends: the heap
@@ -178,9 +179,9 @@ class ARCCachePolicy(CachePolicy):
         for block in blocks:
             before = block.prev
             if before is not None:
-                after = block.next
+                after: BlockStatus = block.next  # type: ignore[assignment]
                 before.next = after
-                after.prev = before  # type: ignore[union-attr]
+                after.prev = before
                 block.prev = block.next = None
 
     # ------------------------------------------------------------ per key
@@ -315,36 +316,38 @@ class ARCCachePolicy(CachePolicy):
         heap is empty), committed; or None, changing nothing, if there are fewer.
         Complexity: O(n + protected skipped)."""
         ring, late = one.ring, one.late
-        at, lat = ring.next, late.next
+        # The links typed as records (not Optional): native field access when compiled.
+        at: ArcRecord = ring.next  # type: ignore[assignment]
+        lat: ArcRecord = late.next  # type: ignore[assignment]
+        record: ArcRecord
         chosen: list[ArcRecord] = []
-        pick = chosen.append
         need = n
         while need:
-            if at.stamp < lat.stamp:  # type: ignore[union-attr]
+            if at.stamp < lat.stamp:
                 record = at
-                at = at.next  # type: ignore[union-attr]
+                at = at.next  # type: ignore[assignment]
             elif lat is not late:
                 record = lat
-                lat = lat.next  # type: ignore[union-attr]
+                lat = lat.next  # type: ignore[assignment]
             else:
                 return None  # both rings walked to their sentinel (stamp END)
-            if record.key not in protected:  # type: ignore[union-attr]
-                pick(record)  # type: ignore[arg-type]
+            if record.key not in protected:
+                chosen.append(record)
                 need -= 1
         table, ghosts = self.table, self.b1
         members, order = ghosts.members, ghosts.order.append
         victims: list[tuple[Key, BlockStatus]] = []
-        keep = victims.append
         for record in chosen:
-            before, after = record.prev, record.next
-            before.next = after  # type: ignore[union-attr]
-            after.prev = before  # type: ignore[union-attr]
+            before: BlockStatus = record.prev  # type: ignore[assignment]
+            after: BlockStatus = record.next  # type: ignore[assignment]
+            before.next = after
+            after.prev = before
             record.prev = record.next = None
             key = record.key
             del table[key]
             members[key] = None
             order(key)
-            keep((key, record))
+            victims.append((key, record))
         self.t1_size -= n
         if len(members) > self.cache_capacity:
             ghosts.trim(self.cache_capacity)
@@ -501,3 +504,6 @@ class ARCCachePolicy(CachePolicy):
 
 def _fail(message: str) -> NoReturn:
     raise InvariantViolationError(["arc_internal"], f"ARCCachePolicy: {message}")
+
+
+own_abc_caches(ARCCachePolicy)

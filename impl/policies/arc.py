@@ -117,7 +117,11 @@ class ARCCachePolicy(CachePolicy):
         being ghosts. Pre: the records are unfiled (`in_t2` False, no links): new, or
         released by `evict`. Complexity: O(len(keys))."""
         records: Sequence[ArcRecord] = blocks  # type: ignore[assignment]
-        self.table.update(zip(keys, records, strict=True))
+        table = self.table
+        if len(keys) != len(records):
+            table.update(zip(keys, records, strict=True))  # raises, as it always did
+        for key, record in zip(keys, records):  # a plain loop: native when compiled
+            table[key] = record
         ghosts = self.b1.members
         if ghosts and not ghosts.keys().isdisjoint(keys):
             self.b1.discard_all(keys)

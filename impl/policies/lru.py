@@ -142,7 +142,12 @@ class LRUCachePolicy(CachePolicy):
 
     def stored(self, keys: Sequence[Key], blocks: Sequence[BlockStatus]) -> None:
         """File new PENDING records (not listed). Complexity: O(len(keys))."""
-        self.blocks.update(zip(keys, blocks, strict=True))
+        if len(keys) != len(blocks):
+            self.blocks.update(zip(keys, blocks, strict=True))  # raises, as it always did
+            return
+        table = self.blocks
+        for key, block in zip(keys, blocks):  # a plain loop: native when compiled
+            table[key] = block
 
     def aborted(self, blocks: Sequence[BlockStatus]) -> None:
         """Drop failed stores (PENDING, so not listed). Complexity: O(len(blocks))."""

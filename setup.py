@@ -50,6 +50,8 @@ COMPILED_MODULES = [
     "lazy_offload",
     "batches",
     "manager",
+    "manager_checks",
+    "refusals",
     "policies/base",
     "policies/lru",
     "policies/rank_index",

@@ -1,13 +1,12 @@
 """The CPU offloading manager: fast, strict, atomic (docs/semantics.md, "The CPU manager").
 
 Semantics are exactly `evictable.model.manager.ModelManager`'s (checked step by step
-by the conformance engine and the explorer); this module is the fast path.
+by the conformance engine and the explorer); this module is the fast path. Every
+method has one path, in three phases:
 
-Every method has one path, in three phases:
-
-1. **validate** the whole call -- argument shape, then duplicates, then the per-key
-   table checks in key order (`evictable.model.validate` and the lifecycle table); a
-   refused call raises before anything changes;
+1. **validate** the whole call -- argument shape, then duplicates (`impl.batches`),
+   then the per-key table checks in key order (`impl.refusals`); a refused call
+   raises before anything changes;
 2. **update the manager's own state** -- the records' ref counts, the key table, the
    slots (`impl.slots.SlotAllocator`); none of this can fail;
 3. **report the changes to the policy**, one batch per kind (`stored`, `aborted`,
@@ -17,12 +16,12 @@ Every method has one path, in three phases:
 If the policy raises in phase 3 (a pluggable policy may), the manager inverts phase 2
 from the call's plan, restores the policy from the `checkpoint()` taken just before
 (for every policy that is not exactly a built-in class: built-in policies cannot
-fail once the call is validated) and re-raises the original exception: the call
-changed nothing observable.
-
-The key table is the policy's own dict when the policy offers one (`shared_table()`: the
-LRU and ARC do, so a resident block costs one hash-table entry); otherwise the manager
-keeps its own. The manager creates the records, of the policy's `record_class`.
+fail once the call is validated, and only the others' victims are checked,
+`impl.manager_checks`) and re-raises the original exception: the call changed
+nothing observable. The key table is the policy's own dict when the policy offers
+one (`shared_table()`: the LRU and ARC do, so a resident block costs one hash-table
+entry); otherwise the manager keeps its own. The manager creates the records, of
+the policy's `record_class`.
 """
 
 from __future__ import annotations
@@ -32,12 +31,14 @@ from collections.abc import Callable, Sequence, Set
 from evictable.impl._compat import mypyc_attr
 from evictable.impl.batches import check_keys, check_keys_and_success
 from evictable.impl.block import BlockStatus
+from evictable.impl.manager_checks import accept_victims, check_policy_tracks, check_records
 from evictable.impl.policies.base import CachePolicy
 from evictable.impl.policies.factory import create_policy, is_builtin, known_policies
+from evictable.impl.refusals import refusal, state_of_ref
 from evictable.impl.slots import SlotAllocator, SlotMark
-from evictable.model.errors import InvariantViolationError, LifecycleError
+from evictable.model.errors import InvariantViolationError
 from evictable.model.invariants import check_snapshot
-from evictable.model.lifecycle import CPU_MACHINE, CpuEvent, CpuState, Phase, step
+from evictable.model.lifecycle import CpuEvent
 from evictable.model.types import (
     BlockEntry,
     Key,
@@ -57,30 +58,11 @@ from evictable.model.validate import (
 __all__ = ["CPUOffloadingManager", "refusal", "state_of_ref"]
 
 _MISS, _HIT_PENDING, _HIT = LookupResult.MISS, LookupResult.HIT_PENDING, LookupResult.HIT
-_ABSENT = Phase(CpuState.ABSENT, None)
 _FIELDS = (
     *("_blocks", "_events", "_guarded", "_num_blocks", "_num_evictable", "_num_pending"),
     *("_own_table", "_policy", "_record", "_reuse", "_slots"),
 )
 """The fields a copy carries: all but the bound hooks `_pin` / `_unpin`."""
-
-
-def state_of_ref(ref: int) -> CpuState:
-    """The resident state whose declared ref range admits `ref` (from the table)."""
-    for spec in CPU_MACHINE.states:
-        if spec.resident and spec.admits(ref):
-            return spec.state  # type: ignore[return-value]
-    raise InvariantViolationError(["state_admits_ref"], f"no state admits ref {ref}")
-
-
-def refusal(key: Key, block: BlockStatus | None, event: CpuEvent) -> LifecycleError:
-    """The table's error for `event` on `key` (the caller found the pair refused)."""
-    phase = _ABSENT if block is None else Phase(state_of_ref(block.ref_cnt), block.ref_cnt)
-    try:
-        step(CPU_MACHINE, phase, event, key)
-    except LifecycleError as error:
-        return error
-    return InvariantViolationError(["state_admits_ref"], f"{event.value} of {key!r} at {phase}")
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -102,21 +84,7 @@ class CPUOffloadingManager:
     eviction with the LRU or ARC); `snapshot` and `check_invariants` are O(n).
     """
 
-    __slots__ = (
-        "_blocks",
-        "_events",
-        "_guarded",
-        "_num_blocks",
-        "_num_evictable",
-        "_num_pending",
-        "_own_table",
-        "_pin",
-        "_policy",
-        "_record",
-        "_reuse",
-        "_slots",
-        "_unpin",
-    )
+    __slots__ = (*_FIELDS, "_pin", "_unpin")
 
     def __init__(
         self, num_blocks: object, policy: object = "lru", enable_events: object = False
@@ -196,6 +164,7 @@ class CPUOffloadingManager:
         return self._policy.checkpoint() if self._guarded else None
 
     def _rollback(self, saved: object) -> None:
+        """Restore the policy from `_checkpoint`'s answer. Complexity: O(n) or O(1)."""
         if saved is not None:
             self._policy.rollback(saved)
 
@@ -241,12 +210,14 @@ class CPUOffloadingManager:
                     if chosen is None:
                         return None
                     victims = chosen
-                if self._own_table:
-                    for key, _ in victims:
-                        del blocks[key]
+            own = self._own_table
+            evicted: list[Key] = []
             freed: list[int] = []
             records: list[BlockStatus] = []
-            for _, block in victims:
+            for key, block in victims:  # one pass: keys, slots, records (and own table)
+                if own:
+                    del blocks[key]
+                evicted.append(key)
                 freed.append(block.block_id)
                 records.append(block)
             ids = slots.take(count, freed)
@@ -268,7 +239,6 @@ class CPUOffloadingManager:
             if mark is not None:
                 self._undo_store(to_store, victims, mark, saved)
             raise
-        evicted = [key for key, _ in victims]
         self._num_evictable -= len(victims)
         self._num_pending += count
         if victims and self._events is not None:
@@ -282,7 +252,8 @@ class CPUOffloadingManager:
         mark: SlotMark,
         saved: object,
     ) -> None:
-        """Undo a `prepare_store` whose policy raised: table, slots, then the policy."""
+        """Undo a `prepare_store` whose policy raised: table, slots, then the policy.
+        Complexity: O(len(to_store) + victims), plus the policy's `rollback`."""
         if self._own_table:
             blocks = self._blocks
             for key in to_store:
@@ -294,33 +265,9 @@ class CPUOffloadingManager:
     def _accept(
         self, chosen: object, need: int, protected: Set[Key]
     ) -> list[tuple[Key, BlockStatus]]:
-        """A pluggable policy's victims, checked: `need` distinct, idle, unprotected
-        resident keys with their own records; else `InvariantViolationError`
-        ("policy_evict_contract")."""
-        if not isinstance(chosen, list) or len(chosen) != need:
-            raise InvariantViolationError(
-                ["policy_evict_contract"], f"asked for {need} victims, got {chosen!r}"
-            )
-        seen: set[Key] = set()
-        blocks = self._blocks
-        for item in chosen:
-            ok = isinstance(item, tuple) and len(item) == 2
-            if ok:
-                key, block = item
-                ok = (
-                    isinstance(block, BlockStatus)
-                    and key not in seen
-                    and key not in protected
-                    and (blocks.get(key) is block if self._own_table else block.key == key)
-                    and block.ref_cnt == 0
-                )
-            if not ok:
-                raise InvariantViolationError(
-                    ["policy_evict_contract"],
-                    f"victim {item!r} is not an idle, unprotected resident block",
-                )
-            seen.add(key)
-        return chosen
+        """A pluggable policy's victims, checked (`impl.manager_checks.accept_victims`).
+        Complexity: O(need)."""
+        return accept_victims(chosen, need, protected, self._blocks, self._own_table)
 
     def complete_store(self, keys: Sequence[Key], success: object = True) -> list[Key]:
         """PENDING keys become READY (success) or ABSENT (failure); others are ignored.
@@ -535,27 +482,9 @@ class CPUOffloadingManager:
         Complexity: O(n).
         """
         blocks = self._blocks
-        high = self._slots.high_water
-        for key, block in blocks.items():
-            if not isinstance(block, BlockStatus):
-                raise InvariantViolationError(["block_record"], f"{key!r} -> {block!r}")
-            if type(block.ref_cnt) is not int or block.ref_cnt < -1:
-                raise InvariantViolationError(
-                    ["ref_at_least_minus_one"], f"{key!r} has ref {block.ref_cnt!r}"
-                )
-            if type(block.block_id) is not int or not 0 <= block.block_id < high:
-                raise InvariantViolationError(
-                    ["slot_partition"], f"{key!r} has slot {block.block_id!r}"
-                )
+        check_records(blocks, self._slots.high_water)
         violated = check_snapshot(self.snapshot())
         if violated:
             raise InvariantViolationError(violated)
-        policy = self._policy
-        if not self._own_table and policy.shared_table() is not blocks:
-            raise InvariantViolationError(["policy_tracks_blocks"], "the shared table moved")
-        for key, block in blocks.items():
-            if policy.get(key) is not block:
-                raise InvariantViolationError(
-                    ["policy_tracks_blocks"], f"policy does not hold {key!r}'s record"
-                )
-        policy.check_invariants()
+        check_policy_tracks(self._policy, blocks, self._own_table)
+        self._policy.check_invariants()

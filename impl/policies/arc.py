@@ -120,7 +120,7 @@ class ARCCachePolicy(CachePolicy):
         table = self.table
         if len(keys) != len(records):
             table.update(zip(keys, records, strict=True))  # raises, as it always did
-        for key, record in zip(keys, records):  # a plain loop: native when compiled
+        for key, record in zip(keys, records):  # noqa: B905 - lengths checked; native loop
             table[key] = record
         ghosts = self.b1.members
         if ghosts and not ghosts.keys().isdisjoint(keys):

@@ -146,7 +146,7 @@ class LRUCachePolicy(CachePolicy):
             self.blocks.update(zip(keys, blocks, strict=True))  # raises, as it always did
             return
         table = self.blocks
-        for key, block in zip(keys, blocks):  # a plain loop: native when compiled
+        for key, block in zip(keys, blocks):  # noqa: B905 - lengths checked; native loop
             table[key] = block
 
     def aborted(self, blocks: Sequence[BlockStatus]) -> None:

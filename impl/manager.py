@@ -111,7 +111,9 @@ class CPUOffloadingManager:
         # Reusing a victim's record is safe when nothing else refers to it, and cannot
         # need undoing: a built-in policy never fails once a call is validated.
         self._reuse = chosen.releases_evicted_records and not self._guarded
-        # The two reports made on every load, bound once (the policy never changes).
+        # The two load reports, bound once (the policy never changes), for `complete_load`
+        # and the guarded flips; `complete_store` and `prepare_load` call the policy's
+        # method by name instead (a direct, native call on the compiled build).
         self._pin = chosen.became_pinned
         self._unpin = chosen.became_evictable
 
@@ -294,7 +296,7 @@ class CPUOffloadingManager:
         saved = policy.checkpoint() if self._guarded else None
         if success:
             try:
-                self._unpin(records)
+                policy.became_evictable(records)
             except BaseException:
                 for block in records:
                     block.ref_cnt = -1
@@ -349,7 +351,7 @@ class CPUOffloadingManager:
             if self._guarded:
                 self._guarded_flips(self._pin, flipped, batch, +1)
             else:
-                self._pin(flipped)
+                self._policy.became_pinned(flipped)
             self._num_evictable -= len(flipped)
         return slots
 

@@ -116,7 +116,8 @@ class ARCCachePolicy(CachePolicy):
         """New PENDING records at T1's most-recent end, in key order; their keys stop
         being ghosts. Pre: the records are unfiled (`in_t2` False, no links): new, or
         released by `evict`. Complexity: O(len(keys))."""
-        records: Sequence[ArcRecord] = blocks  # type: ignore[assignment]
+        # A list (the manager's batches are): iterated natively when compiled.
+        records: list[ArcRecord] = blocks if type(blocks) is list else list(blocks)  # type: ignore[arg-type]
         table = self.table
         if len(keys) != len(records):
             table.update(zip(keys, records, strict=True))  # raises, as it always did
@@ -153,7 +154,8 @@ class ARCCachePolicy(CachePolicy):
 
         Complexity: O(len(blocks)), plus O(log n) for each record that goes to a heap.
         """
-        records: Sequence[ArcRecord] = blocks  # type: ignore[assignment]
+        # A list (the manager's batches are): iterated natively when compiled.
+        records: list[ArcRecord] = blocks if type(blocks) is list else list(blocks)  # type: ignore[arg-type]
         one, two = self._idle1, self._idle2
         main, late = one.ring, one.late
         last: ArcRecord  # the links typed as records: native field access when compiled

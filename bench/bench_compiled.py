@@ -154,7 +154,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--quick", action="store_true", help="1K and 64K only, fewer rounds")
     p.add_argument("--rounds", type=int, default=None)
-    p.add_argument("--chunk", type=int, default=2000, help="trace steps per timed chunk")
+    p.add_argument(
+        "--chunk",
+        type=int,
+        default=10000,
+        help="trace steps per timed chunk (long enough that the other worker's run, which "
+        "evicts this one's caches, costs little of it)",
+    )
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "compiled.json"))
     p.add_argument(
         "--pure-baseline",
@@ -171,6 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = SIZES[:2] if args.quick else SIZES
     rounds = args.rounds or (5 if args.quick else 9)
     rows = []
+    load_before = os.getloadavg()
     for policy in POLICIES:
         for blocks in sizes:
             for pinned in PINNED:
@@ -185,7 +192,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"rows": rows}, indent=2))
+    load = {"before": load_before, "after": os.getloadavg()}
+    out.write_text(json.dumps({"rows": rows, "load_average": load}, indent=2))
+    print(f"load average (1, 5, 15 min) before {load_before}, after {load['after']}")
     print(f"wrote {out}")
     return 0
 

@@ -1,13 +1,12 @@
 """The CPU offloading manager: fast, strict, atomic (docs/semantics.md, "The CPU manager").
 
 Semantics are exactly `evictable.model.manager.ModelManager`'s (checked step by step
-by the conformance engine and the explorer); this module is the fast path.
+by the conformance engine and the explorer); this module is the fast path. Every
+method has one path, in three phases:
 
-Every method has one path, in three phases:
-
-1. **validate** the whole call -- argument shape, then duplicates, then the per-key
-   table checks in key order (`evictable.model.validate` and the lifecycle table); a
-   refused call raises before anything changes;
+1. **validate** the whole call -- argument shape, then duplicates (`impl.batches`),
+   then the per-key table checks in key order (`impl.refusals`); a refused call
+   raises before anything changes;
 2. **update the manager's own state** -- the records' ref counts, the key table, the
    slots (`impl.slots.SlotAllocator`); none of this can fail;
 3. **report the changes to the policy**, one batch per kind (`stored`, `aborted`,
@@ -17,12 +16,12 @@ Every method has one path, in three phases:
 If the policy raises in phase 3 (a pluggable policy may), the manager inverts phase 2
 from the call's plan, restores the policy from the `checkpoint()` taken just before
 (for every policy that is not exactly a built-in class: built-in policies cannot
-fail once the call is validated) and re-raises the original exception: the call
-changed nothing observable.
-
-The key table is the policy's own dict when the policy offers one (`shared_table()`: the
-LRU and ARC do, so a resident block costs one hash-table entry); otherwise the manager
-keeps its own. The manager creates the records, of the policy's `record_class`.
+fail once the call is validated, and only the others' victims are checked,
+`impl.manager_checks`) and re-raises the original exception: the call changed
+nothing observable. The key table is the policy's own dict when the policy offers
+one (`shared_table()`: the LRU and ARC do, so a resident block costs one hash-table
+entry); otherwise the manager keeps its own. The manager creates the records, of
+the policy's `record_class`.
 """
 
 from __future__ import annotations
@@ -30,13 +29,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence, Set
 
 from evictable.impl._compat import mypyc_attr
+from evictable.impl.batches import check_keys, check_keys_and_success
 from evictable.impl.block import BlockStatus
+from evictable.impl.manager_checks import accept_victims, check_policy_tracks, check_records
 from evictable.impl.policies.base import CachePolicy
 from evictable.impl.policies.factory import create_policy, is_builtin, known_policies
+from evictable.impl.refusals import refusal, state_of_ref
 from evictable.impl.slots import SlotAllocator, SlotMark
-from evictable.model.errors import InvariantViolationError, LifecycleError
+from evictable.model.errors import InvariantViolationError
 from evictable.model.invariants import check_snapshot
-from evictable.model.lifecycle import CPU_MACHINE, CpuEvent, CpuState, Phase, step
+from evictable.model.lifecycle import CpuEvent
 from evictable.model.types import (
     BlockEntry,
     Key,
@@ -48,8 +50,6 @@ from evictable.model.types import (
 from evictable.model.validate import (
     check_enable_events,
     check_key,
-    check_keys,
-    check_keys_and_success,
     check_num_blocks,
     check_policy_name,
     touch_keys,
@@ -58,30 +58,11 @@ from evictable.model.validate import (
 __all__ = ["CPUOffloadingManager", "refusal", "state_of_ref"]
 
 _MISS, _HIT_PENDING, _HIT = LookupResult.MISS, LookupResult.HIT_PENDING, LookupResult.HIT
-_ABSENT = Phase(CpuState.ABSENT, None)
 _FIELDS = (
     *("_blocks", "_events", "_guarded", "_num_blocks", "_num_evictable", "_num_pending"),
     *("_own_table", "_policy", "_record", "_reuse", "_slots"),
 )
 """The fields a copy carries: all but the bound hooks `_pin` / `_unpin`."""
-
-
-def state_of_ref(ref: int) -> CpuState:
-    """The resident state whose declared ref range admits `ref` (from the table)."""
-    for spec in CPU_MACHINE.states:
-        if spec.resident and spec.admits(ref):
-            return spec.state  # type: ignore[return-value]
-    raise InvariantViolationError(["state_admits_ref"], f"no state admits ref {ref}")
-
-
-def refusal(key: Key, block: BlockStatus | None, event: CpuEvent) -> LifecycleError:
-    """The table's error for `event` on `key` (the caller found the pair refused)."""
-    phase = _ABSENT if block is None else Phase(state_of_ref(block.ref_cnt), block.ref_cnt)
-    try:
-        step(CPU_MACHINE, phase, event, key)
-    except LifecycleError as error:
-        return error
-    return InvariantViolationError(["state_admits_ref"], f"{event.value} of {key!r} at {phase}")
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -103,21 +84,7 @@ class CPUOffloadingManager:
     eviction with the LRU or ARC); `snapshot` and `check_invariants` are O(n).
     """
 
-    __slots__ = (
-        "_blocks",
-        "_events",
-        "_guarded",
-        "_num_blocks",
-        "_num_evictable",
-        "_num_pending",
-        "_own_table",
-        "_pin",
-        "_policy",
-        "_record",
-        "_reuse",
-        "_slots",
-        "_unpin",
-    )
+    __slots__ = (*_FIELDS, "_pin", "_unpin")
 
     def __init__(
         self, num_blocks: object, policy: object = "lru", enable_events: object = False
@@ -144,7 +111,9 @@ class CPUOffloadingManager:
         # Reusing a victim's record is safe when nothing else refers to it, and cannot
         # need undoing: a built-in policy never fails once a call is validated.
         self._reuse = chosen.releases_evicted_records and not self._guarded
-        # The two reports made on every load, bound once (the policy never changes).
+        # The two load reports, bound once (the policy never changes), for `complete_load`
+        # and the guarded flips; `complete_store` and `prepare_load` call the policy's
+        # method by name instead (a direct, native call on the compiled build).
         self._pin = chosen.became_pinned
         self._unpin = chosen.became_evictable
 
@@ -197,6 +166,7 @@ class CPUOffloadingManager:
         return self._policy.checkpoint() if self._guarded else None
 
     def _rollback(self, saved: object) -> None:
+        """Restore the policy from `_checkpoint`'s answer. Complexity: O(n) or O(1)."""
         if saved is not None:
             self._policy.rollback(saved)
 
@@ -242,20 +212,28 @@ class CPUOffloadingManager:
                     if chosen is None:
                         return None
                     victims = chosen
-                if self._own_table:
-                    for key, _ in victims:
-                        del blocks[key]
-            ids = slots.take(count, [block.block_id for _, block in victims])
+            own = self._own_table
+            evicted: list[Key] = []
+            freed: list[int] = []
+            records: list[BlockStatus] = []
+            for key, block in victims:  # one pass: keys, slots, records (and own table)
+                if own:
+                    del blocks[key]
+                evicted.append(key)
+                freed.append(block.block_id)
+                records.append(block)
+            ids = slots.take(count, freed)
             # Victims' records are referenced nowhere any more (`_reuse`): reset them
             # for the first new keys instead of allocating (no per-key allocation).
-            records = [block for _, block in victims] if self._reuse else []
-            del records[count:]
-            for block, key, slot in zip(records, to_store, ids, strict=False):
+            reused = min(len(records), count) if self._reuse else 0
+            del records[reused:]
+            for i in range(reused):
+                block = records[i]
                 block.ref_cnt = -1
-                block.key = key
-                block.block_id = slot
-            reused = len(records)
-            records += map(self._record, ids[reused:], to_store[reused:])
+                block.key = to_store[i]
+                block.block_id = ids[i]
+            if reused < count:
+                records += map(self._record, ids[reused:], to_store[reused:])
             if self._own_table:
                 blocks.update(zip(to_store, records, strict=True))
             policy.stored(to_store, records)
@@ -263,7 +241,6 @@ class CPUOffloadingManager:
             if mark is not None:
                 self._undo_store(to_store, victims, mark, saved)
             raise
-        evicted = [key for key, _ in victims]
         self._num_evictable -= len(victims)
         self._num_pending += count
         if victims and self._events is not None:
@@ -277,7 +254,8 @@ class CPUOffloadingManager:
         mark: SlotMark,
         saved: object,
     ) -> None:
-        """Undo a `prepare_store` whose policy raised: table, slots, then the policy."""
+        """Undo a `prepare_store` whose policy raised: table, slots, then the policy.
+        Complexity: O(len(to_store) + victims), plus the policy's `rollback`."""
         if self._own_table:
             blocks = self._blocks
             for key in to_store:
@@ -289,33 +267,9 @@ class CPUOffloadingManager:
     def _accept(
         self, chosen: object, need: int, protected: Set[Key]
     ) -> list[tuple[Key, BlockStatus]]:
-        """A pluggable policy's victims, checked: `need` distinct, idle, unprotected
-        resident keys with their own records; else `InvariantViolationError`
-        ("policy_evict_contract")."""
-        if not isinstance(chosen, list) or len(chosen) != need:
-            raise InvariantViolationError(
-                ["policy_evict_contract"], f"asked for {need} victims, got {chosen!r}"
-            )
-        seen: set[Key] = set()
-        blocks = self._blocks
-        for item in chosen:
-            ok = isinstance(item, tuple) and len(item) == 2
-            if ok:
-                key, block = item
-                ok = (
-                    isinstance(block, BlockStatus)
-                    and key not in seen
-                    and key not in protected
-                    and (blocks.get(key) is block if self._own_table else block.key == key)
-                    and block.ref_cnt == 0
-                )
-            if not ok:
-                raise InvariantViolationError(
-                    ["policy_evict_contract"],
-                    f"victim {item!r} is not an idle, unprotected resident block",
-                )
-            seen.add(key)
-        return chosen
+        """A pluggable policy's victims, checked (`impl.manager_checks.accept_victims`).
+        Complexity: O(need)."""
+        return accept_victims(chosen, need, protected, self._blocks, self._own_table)
 
     def complete_store(self, keys: Sequence[Key], success: object = True) -> list[Key]:
         """PENDING keys become READY (success) or ABSENT (failure); others are ignored.
@@ -342,7 +296,7 @@ class CPUOffloadingManager:
         saved = policy.checkpoint() if self._guarded else None
         if success:
             try:
-                self._unpin(records)
+                policy.became_evictable(records)
             except BaseException:
                 for block in records:
                     block.ref_cnt = -1
@@ -380,11 +334,11 @@ class CPUOffloadingManager:
         Complexity: O(len(keys)).
         """
         batch, _ = check_keys(keys)
-        get = self._blocks.get
+        blocks = self._blocks
         slots: list[int] = []
         flipped: list[BlockStatus] = []
         for key in batch:
-            block = get(key)
+            block = blocks.get(key)
             if block is None or block.ref_cnt < 0:
                 self._shift(batch[: len(slots)], -1)  # undo the keys before it
                 raise refusal(key, block, CpuEvent.LOAD_BEGIN)
@@ -397,7 +351,7 @@ class CPUOffloadingManager:
             if self._guarded:
                 self._guarded_flips(self._pin, flipped, batch, +1)
             else:
-                self._pin(flipped)
+                self._policy.became_pinned(flipped)
             self._num_evictable -= len(flipped)
         return slots
 
@@ -410,10 +364,10 @@ class CPUOffloadingManager:
         the LRU: at the most-recent end). Complexity: O(len(keys)).
         """
         batch, _ = check_keys(keys)
-        get = self._blocks.get
+        blocks = self._blocks
         flipped: list[BlockStatus] = []
         for done, key in enumerate(batch):
-            block = get(key)
+            block = blocks.get(key)
             if block is None or block.ref_cnt <= 0:
                 self._shift(batch[:done], +1)  # undo the keys before it
                 raise refusal(key, block, CpuEvent.LOAD_END)
@@ -530,27 +484,9 @@ class CPUOffloadingManager:
         Complexity: O(n).
         """
         blocks = self._blocks
-        high = self._slots.high_water
-        for key, block in blocks.items():
-            if not isinstance(block, BlockStatus):
-                raise InvariantViolationError(["block_record"], f"{key!r} -> {block!r}")
-            if type(block.ref_cnt) is not int or block.ref_cnt < -1:
-                raise InvariantViolationError(
-                    ["ref_at_least_minus_one"], f"{key!r} has ref {block.ref_cnt!r}"
-                )
-            if type(block.block_id) is not int or not 0 <= block.block_id < high:
-                raise InvariantViolationError(
-                    ["slot_partition"], f"{key!r} has slot {block.block_id!r}"
-                )
+        check_records(blocks, self._slots.high_water)
         violated = check_snapshot(self.snapshot())
         if violated:
             raise InvariantViolationError(violated)
-        policy = self._policy
-        if not self._own_table and policy.shared_table() is not blocks:
-            raise InvariantViolationError(["policy_tracks_blocks"], "the shared table moved")
-        for key, block in blocks.items():
-            if policy.get(key) is not block:
-                raise InvariantViolationError(
-                    ["policy_tracks_blocks"], f"policy does not hold {key!r}'s record"
-                )
-        policy.check_invariants()
+        check_policy_tracks(self._policy, blocks, self._own_table)
+        self._policy.check_invariants()

@@ -38,7 +38,7 @@ from evictable.impl._compat import mypyc_attr
 from evictable.impl.block import BlockStatus
 from evictable.impl.policies.arc_ghosts import GhostList
 from evictable.impl.policies.arc_index import ArcRecord, IdleIndex, select
-from evictable.impl.policies.base import CachePolicy
+from evictable.impl.policies.base import CachePolicy, own_abc_caches
 from evictable.model.arc import target_after_b1_hit, target_after_b2_hit
 from evictable.model.errors import InvalidArgumentError, InvariantViolationError
 from evictable.model.types import ArcPolicySnapshot, Key
@@ -116,8 +116,13 @@ class ARCCachePolicy(CachePolicy):
         """New PENDING records at T1's most-recent end, in key order; their keys stop
         being ghosts. Pre: the records are unfiled (`in_t2` False, no links): new, or
         released by `evict`. Complexity: O(len(keys))."""
-        records: Sequence[ArcRecord] = blocks  # type: ignore[assignment]
-        self.table.update(zip(keys, records, strict=True))
+        # A list (the manager's batches are): iterated natively when compiled.
+        records: list[ArcRecord] = blocks if type(blocks) is list else list(blocks)  # type: ignore[arg-type]
+        table = self.table
+        if len(keys) != len(records):
+            table.update(zip(keys, records, strict=True))  # raises, as it always did
+        for key, record in zip(keys, records):  # noqa: B905 - lengths checked; native loop
+            table[key] = record
         ghosts = self.b1.members
         if ghosts and not ghosts.keys().isdisjoint(keys):
             self.b1.discard_all(keys)
@@ -149,25 +154,27 @@ class ARCCachePolicy(CachePolicy):
 
         Complexity: O(len(blocks)), plus O(log n) for each record that goes to a heap.
         """
-        records: Sequence[ArcRecord] = blocks  # type: ignore[assignment]
+        # A list (the manager's batches are): iterated natively when compiled.
+        records: list[ArcRecord] = blocks if type(blocks) is list else list(blocks)  # type: ignore[arg-type]
         one, two = self._idle1, self._idle2
         main, late = one.ring, one.late
+        last: ArcRecord  # the links typed as records: native field access when compiled
         for record in records:
             if record.in_t2 or record.next is not None:
                 (two if record.in_t2 else one).admit(record)  # T2, or a dormant heap entry
                 continue
-            last = main.prev
-            if last is main or last.stamp < record.stamp:  # type: ignore[union-attr]
+            last = main.prev  # type: ignore[assignment]
+            if last is main or last.stamp < record.stamp:
                 record.prev = last
                 record.next = main
-                last.next = record  # type: ignore[union-attr]
+                last.next = record
                 main.prev = record
                 continue
-            last = late.prev
-            if last is late or last.stamp < record.stamp:  # type: ignore[union-attr]
+            last = late.prev  # type: ignore[assignment]
+            if last is late or last.stamp < record.stamp:
                 record.prev = last
                 record.next = late
-                last.next = record  # type: ignore[union-attr]
+                last.next = record
                 late.prev = record
             else:
                 one.admit(record)  # behind both rings' ends: the heap
@@ -178,9 +185,9 @@ class ARCCachePolicy(CachePolicy):
         for block in blocks:
             before = block.prev
             if before is not None:
-                after = block.next
+                after: BlockStatus = block.next  # type: ignore[assignment]
                 before.next = after
-                after.prev = before  # type: ignore[union-attr]
+                after.prev = before
                 block.prev = block.next = None
 
     # ------------------------------------------------------------ per key
@@ -315,36 +322,38 @@ class ARCCachePolicy(CachePolicy):
         heap is empty), committed; or None, changing nothing, if there are fewer.
         Complexity: O(n + protected skipped)."""
         ring, late = one.ring, one.late
-        at, lat = ring.next, late.next
+        # The links typed as records (not Optional): native field access when compiled.
+        at: ArcRecord = ring.next  # type: ignore[assignment]
+        lat: ArcRecord = late.next  # type: ignore[assignment]
+        record: ArcRecord
         chosen: list[ArcRecord] = []
-        pick = chosen.append
         need = n
         while need:
-            if at.stamp < lat.stamp:  # type: ignore[union-attr]
+            if at.stamp < lat.stamp:
                 record = at
-                at = at.next  # type: ignore[union-attr]
+                at = at.next  # type: ignore[assignment]
             elif lat is not late:
                 record = lat
-                lat = lat.next  # type: ignore[union-attr]
+                lat = lat.next  # type: ignore[assignment]
             else:
                 return None  # both rings walked to their sentinel (stamp END)
-            if record.key not in protected:  # type: ignore[union-attr]
-                pick(record)  # type: ignore[arg-type]
+            if record.key not in protected:
+                chosen.append(record)
                 need -= 1
         table, ghosts = self.table, self.b1
         members, order = ghosts.members, ghosts.order.append
         victims: list[tuple[Key, BlockStatus]] = []
-        keep = victims.append
         for record in chosen:
-            before, after = record.prev, record.next
-            before.next = after  # type: ignore[union-attr]
-            after.prev = before  # type: ignore[union-attr]
+            before: BlockStatus = record.prev  # type: ignore[assignment]
+            after: BlockStatus = record.next  # type: ignore[assignment]
+            before.next = after
+            after.prev = before
             record.prev = record.next = None
             key = record.key
             del table[key]
             members[key] = None
             order(key)
-            keep((key, record))
+            victims.append((key, record))
         self.t1_size -= n
         if len(members) > self.cache_capacity:
             ghosts.trim(self.cache_capacity)
@@ -501,3 +510,6 @@ class ARCCachePolicy(CachePolicy):
 
 def _fail(message: str) -> NoReturn:
     raise InvariantViolationError(["arc_internal"], f"ARCCachePolicy: {message}")
+
+
+own_abc_caches(ARCCachePolicy)

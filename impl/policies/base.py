@@ -30,7 +30,7 @@ from evictable.impl._compat import mypyc_attr
 from evictable.impl.block import BlockStatus, sharing_records
 from evictable.model.types import Key, PolicySnapshot
 
-__all__ = ["CachePolicy"]
+__all__ = ["CachePolicy", "own_abc_caches"]
 
 _FIELD_TYPES = (types.GetSetDescriptorType, types.MemberDescriptorType)
 
@@ -162,6 +162,23 @@ class CachePolicy(ABC):
         """Raise `AssertionError`-free `RuntimeError` on internal inconsistency. Default: none."""
 
 
+def own_abc_caches(cls: type[object]) -> None:
+    """Give a compiled policy class ABC caches of its own (a no-op on the pure build).
+
+    `issubclass(x, cls)` on an ABC reads and fills the caches in `cls._abc_impl`, which
+    `ABCMeta` creates for every class it makes. mypyc makes its classes without that
+    step, so a compiled `CachePolicy`, `LRUCachePolicy` and `ARCCachePolicy` would all
+    inherit `ABC`'s one `_abc_impl`: an answer cached for one of them (say
+    `issubclass(mutant, CachePolicy)`, True for an interpreted copy of the ARC) would
+    then be the answer for all (`issubclass(mutant, ARCCachePolicy)` True as well).
+    Only the caches are made: the class's `__abstractmethods__` stay as they are.
+    Complexity: O(1).
+    """
+    shared = getattr(ABC, "_abc_impl", None)  # CPython's C `_abc`; absent with `_py_abc`
+    if shared is not None and "_abc_impl" not in vars(cls):
+        setattr(cls, "_abc_impl", type(shared)())  # noqa: B010 - a dunder-ish private name
+
+
 def _state_names(policy: CachePolicy) -> Iterator[str]:
     """The names of a policy's set attributes: its `__slots__` (every class) and `__dict__`.
 
@@ -183,3 +200,6 @@ def _state_names(policy: CachePolicy) -> Iterator[str]:
         if name not in seen:
             seen.add(name)
             yield name
+
+
+own_abc_caches(CachePolicy)

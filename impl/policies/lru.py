@@ -36,7 +36,7 @@ from collections.abc import Iterable, Iterator, Sequence, Set
 
 from evictable.impl._compat import mypyc_attr
 from evictable.impl.block import BlockStatus
-from evictable.impl.policies.base import CachePolicy
+from evictable.impl.policies.base import CachePolicy, own_abc_caches
 from evictable.model.errors import InvalidArgumentError, InvariantViolationError
 from evictable.model.types import Key, LruPolicySnapshot
 from evictable.model.validate import touch_keys
@@ -60,19 +60,21 @@ def link_last(ring: BlockStatus, records: Iterable[BlockStatus]) -> None:
     One call per batch: the manager's fast path uses it too. Complexity: O(records).
     """
     for block in records:
-        last = ring.prev
+        # Links typed as records (not Optional): native field access when compiled.
+        last: BlockStatus = ring.prev  # type: ignore[assignment]
         block.prev = last
         block.next = ring
-        last.next = block  # type: ignore[union-attr]
+        last.next = block
         ring.prev = block
 
 
 def unlink(blocks: Iterable[BlockStatus]) -> None:
     """Take listed records out of the list (links back to None). Complexity: O(blocks)."""
     for block in blocks:
-        before, after = block.prev, block.next
-        before.next = after  # type: ignore[union-attr]
-        after.prev = before  # type: ignore[union-attr]
+        before: BlockStatus = block.prev  # type: ignore[assignment]
+        after: BlockStatus = block.next  # type: ignore[assignment]
+        before.next = after
+        after.prev = before
         block.prev = block.next = None
 
 
@@ -140,7 +142,12 @@ class LRUCachePolicy(CachePolicy):
 
     def stored(self, keys: Sequence[Key], blocks: Sequence[BlockStatus]) -> None:
         """File new PENDING records (not listed). Complexity: O(len(keys))."""
-        self.blocks.update(zip(keys, blocks, strict=True))
+        if len(keys) != len(blocks):
+            self.blocks.update(zip(keys, blocks, strict=True))  # raises, as it always did
+            return
+        table = self.blocks
+        for key, block in zip(keys, blocks):  # noqa: B905 - lengths checked; native loop
+            table[key] = block
 
     def aborted(self, blocks: Sequence[BlockStatus]) -> None:
         """Drop failed stores (PENDING, so not listed). Complexity: O(len(blocks))."""
@@ -262,15 +269,14 @@ class LRUCachePolicy(CachePolicy):
             raise InvalidArgumentError(f"LRU evict: n must be an int >= 0, got {n!r}")
         ring = self.ring
         chosen: list[BlockStatus] = []
-        pick = chosen.append
-        block = ring.next
+        block: BlockStatus = ring.next  # type: ignore[assignment]
         remaining = n
         skips = len(protected)  # a well-formed list meets each protected key at most once
         while remaining:
             if block is ring:
                 return None  # walked the whole list (fewer than n + skipped entries)
-            if block.key not in protected:  # type: ignore[union-attr]
-                pick(block)  # type: ignore[arg-type]
+            if block.key not in protected:
+                chosen.append(block)
                 remaining -= 1
             elif not skips:
                 raise InvariantViolationError(
@@ -278,15 +284,18 @@ class LRUCachePolicy(CachePolicy):
                 )
             else:
                 skips -= 1
-            block = block.next  # type: ignore[union-attr]
-        unlink(chosen)
+            block = block.next  # type: ignore[assignment]
         blocks = self.blocks
         victims: list[tuple[Key, BlockStatus]] = []
-        keep = victims.append
         for block in chosen:
+            before: BlockStatus = block.prev  # type: ignore[assignment]
+            after: BlockStatus = block.next  # type: ignore[assignment]
+            before.next = after
+            after.prev = before
+            block.prev = block.next = None
             key = block.key
             del blocks[key]
-            keep((key, block))
+            victims.append((key, block))
         return victims
 
     def clear(self) -> None:
@@ -388,3 +397,6 @@ class LRUCachePolicy(CachePolicy):
             raise InvariantViolationError(
                 ["evictable_iff_idle"], f"{idle} blocks at ref 0 but {count} in the evictable list"
             )
+
+
+own_abc_caches(LRUCachePolicy)

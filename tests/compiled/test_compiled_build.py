@@ -49,13 +49,13 @@ LEGS: dict[str, tuple[str, ...]] = {
         "tests/impl/test_lazy_offload.py",
     ),
     # the seeded-bug hunt (every control caught, the unbroken implementation passes),
-    # the probes and the own-table managers (interpreted subclasses of compiled classes).
-    # Not tests/proofs/controls/test_mutant.py: after the hunt, `issubclass(mutant,
-    # ARCCachePolicy)` is True for two ARC mutants under the compiled build (an ABC
-    # subclass check on a compiled class; open, docs/performance.md).
+    # the probes and the own-table managers (interpreted subclasses of compiled classes),
+    # then the mutants' structure, after the hunt (`issubclass(mutant, ARCCachePolicy)`
+    # read ABC caches that every compiled class shared until `own_abc_caches`)
     "seeded_bugs": (
         "tests/proofs/controls/test_seeded_bugs.py",
         "tests/proofs/lockstep/test_probes.py",
+        "tests/proofs/controls/test_mutant.py",
     ),
 }
 

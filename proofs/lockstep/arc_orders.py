@@ -14,7 +14,9 @@ snapshots, ARC's lists and target included, compared after every call):
 
 1. store and commit `blocks` keys (T1, in order), optionally touch some into T2;
 2. pin every key (one load each), then end the loads of all but one, in a given
-   order (every order of every choice of the key left pinned);
+   order (every order of every choice of the key left pinned, the last keys -- T1's
+   -- first: with one of them held, the records coming back fill the heaps of both
+   lists, where the index bugs show soonest);
 3. optionally an eviction that must fail inside the policy: the batch protects the
    two keys that went idle first (the ring's) and needs one victim more than the
    others can give, so the policy walks (and takes) every other idle record, heaped
@@ -88,7 +90,7 @@ def scenarios(shape: Shape) -> Iterator[list[Action]]:
     n = shape.blocks
     keys = [_k(i) for i in range(n)]
     for touched in shape.touched:
-        for held in range(n):
+        for held in reversed(range(n)):  # T1's keys first: the others fill both lists' heaps
             idle = [i for i in range(n) if i != held]
             for order in itertools.permutations(idle):
                 for protected in range(n):

@@ -422,35 +422,28 @@ def invariant(world: BoundedWorld, m: MState, p: ArcState) -> dict[str, Term]:
         ),
         "arc_target_within_0_capacity": z3.And(p.target >= 0, p.target <= z3.ToReal(m.cap)),
         "arc_ghosts_bounded": z3.And(_count(p.b1) <= m.cap, _count(p.b2) <= m.cap),
-        "arc_ghost_stamps_below_clock": z3.And(
-            *[z3.Implies(z3.Or(p.b1(k), p.b2(k)), p.gstamp(k) < p.gclock) for k in keys]
-        ),
-        "arc_resident_stamps_below_clock": z3.And(
-            *[z3.Implies(z3.Or(p.t1(k), p.t2(k)), p.rstamp(k) < p.rclock) for k in keys]
-        ),
-        "arc_resident_stamps_distinct": z3.And(
-            *[
-                z3.Implies(
-                    z3.Or(z3.And(p.t1(a), p.t1(b)), z3.And(p.t2(a), p.t2(b))),
-                    p.rstamp(a) != p.rstamp(b),
-                )
-                for a in keys
-                for b in keys
-                if a < b
-            ]
-        ),
-        "arc_ghost_stamps_distinct": z3.And(
-            *[
-                z3.Implies(
-                    z3.Or(z3.And(p.b1(a), p.b1(b)), z3.And(p.b2(a), p.b2(b))),
-                    p.gstamp(a) != p.gstamp(b),
-                )
-                for a in keys
-                for b in keys
-                if a < b
-            ]
-        ),
+        "arc_ghost_stamps_below_clock": _below(keys, p.b1, p.b2, p.gstamp, p.gclock),
+        "arc_resident_stamps_below_clock": _below(keys, p.t1, p.t2, p.rstamp, p.rclock),
+        "arc_resident_stamps_distinct": _distinct(keys, p.t1, p.t2, p.rstamp),
+        "arc_ghost_stamps_distinct": _distinct(keys, p.b1, p.b2, p.gstamp),
     }
+
+
+def _below(keys: range, one: VecFn, two: VecFn, stamp: VecFn, clock: Term) -> Term:
+    """Every key of the two lists has a stamp below the clock."""
+    return z3.And(*[z3.Implies(z3.Or(one(k), two(k)), stamp(k) < clock) for k in keys])
+
+
+def _distinct(keys: range, one: VecFn, two: VecFn, stamp: VecFn) -> Term:
+    """Two keys of the same list (`one` or `two`) have distinct stamps."""
+    return z3.And(
+        *[
+            z3.Implies(z3.Or(z3.And(one(a), one(b)), z3.And(two(a), two(b))), stamp(a) != stamp(b))
+            for a in keys
+            for b in keys
+            if a < b
+        ]
+    )
 
 
 def claims(world: BoundedWorld, step: Step, c: Choice, ps: ArcStep) -> dict[str, Term]:

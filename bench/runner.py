@@ -96,7 +96,10 @@ def _load_average() -> list[float] | None:
 
 
 def _meta(quick: bool) -> dict[str, Any]:
+    import evictable.impl
+
     return {
+        "impl_build": "compiled" if evictable.impl.COMPILED else "pure",
         "quick": quick,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "python": platform.python_version(),
@@ -228,6 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
     payload: dict[str, Any] = {"meta": _meta(args.quick), "benchmarks": {}, "plots": {}}
+    print(f"evictable.impl build: {payload['meta']['impl_build']}")
     from bench.interop import interop_python
 
     python, where = interop_python()

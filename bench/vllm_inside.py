@@ -24,12 +24,18 @@ trace is the same and each evicts the same number of chunks (checked: every stor
 evicts exactly one).
 
 Output: a table on stdout and JSON (`--json`, default `bench/results/vllm_inside.json`).
+The JSON records which build of `evictable.impl` ran (`build`: "compiled" when
+`evictable.impl.COMPILED`, the mypyc build put first on the path with
+`PYTHONPATH=build/compiled`, else "pure") and the load average at the start and the
+end; `--expect-build` refuses to run on the other build. `--fractions` selects the
+pinned fractions (default 0,0.9,0.99).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -41,6 +47,7 @@ from typing import Any
 from vllm.v1.kv_offload.base import ReqContext
 from vllm.v1.kv_offload.cpu.manager import CPUOffloadingManager
 
+import evictable.impl
 from evictable.vllm_spec import MirroredManager
 
 PAIRS = {"lru": ("lru", "EvictableLRU"), "arc": ("arc", "EvictableARC")}
@@ -173,12 +180,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="fewer rounds and steps")
     p.add_argument("--sizes", default="1K,64K,1M")
     p.add_argument("--no-checks", action="store_true", help="skip the checking mode")
+    p.add_argument("--fractions", default=",".join(str(f) for f in FRACTIONS))
+    p.add_argument(
+        "--expect-build",
+        choices=("compiled", "pure"),
+        help="refuse to run unless this build of evictable.impl is loaded",
+    )
     p.add_argument("--json", default=str(Path(__file__).parent / "results" / "vllm_inside.json"))
     args = p.parse_args(argv)
+    build = "compiled" if evictable.impl.COMPILED else "pure"
+    if args.expect_build and args.expect_build != build:
+        print(f"vllm_inside: expected the {args.expect_build} build, loaded {build}")
+        return 2
+    print(f"evictable.impl build: {build}", flush=True)
+    load_start = os.getloadavg()
     quick = args.quick
     cells = []
     for size in args.sizes.split(","):
-        for fraction in FRACTIONS:
+        for fraction in (float(f) for f in args.fractions.split(",")):
             checks = not args.no_checks and size != "1M"
             plan = QUICK if quick else (PLAN_UNPINNED if fraction == 0 else PLAN)
             got = cell(size, fraction, plan[size], checks)
@@ -197,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
         "python": sys.version.split()[0],
         "vllm": vllm.__version__,
         "machine": platform.machine(),
+        "build": build,
+        "load_average_start": load_start,
+        "load_average_end": os.getloadavg(),
         "cells": cells,
     }
     out = Path(args.json)

@@ -32,10 +32,11 @@ duplicate check that skips some position is a counterexample to the step at that
 position, whatever B is.
 
 Applies to `complete_store.success` / `.failure`, `prepare_load`, `complete_load` and
-`touch` (`FOLD_OPS`), for an atomic relation. `prepare_store` folds twice more (the
-victims, whose number is unbounded too, then the keys to store, with the count of
-slots still needed as the fold's measure): it is not covered here and stays bounded
-in the batch (`proofs.z3.manager`).
+`touch`, for an atomic relation, and to `prepare_store` (`FOLD_OPS`), which folds
+twice more after meeting its keys -- the victims, whose number is unbounded too, then
+the keys to store, with the keys still to store against the free slots as the fold's
+measure: its lemma has a part per fold (`proofs.z3.manager_fold_store`), checked
+here like the others.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ __all__ = ["FOLD_OPS", "check_fold", "folds"]
 Term = Any
 
 FOLD_OPS: tuple[str, ...] = (
+    "prepare_store",
     "complete_store.success",
     "complete_store.failure",
     "prepare_load",
@@ -267,18 +269,30 @@ def _prove(part: Part, what: str, backstop_s: float) -> Outcome:
     return refuted(f"fold lemma, {what}: a counterexample in the unbounded world only")
 
 
+def _parts(
+    machine: Machine, op: str, variant: Variant, world: World
+) -> dict[str, Callable[[], Part]]:
+    """The lemma's parts for `op` in `world`, in the order they are checked."""
+    if op == "prepare_store":  # three folds: `proofs.z3.manager_fold_store`
+        from evictable.proofs.z3.manager_fold_store import store_parts
+
+        return store_parts(machine, variant, world)
+    lemma = _Lemma(machine, op, variant, world)
+    return {"init": lemma.init, "step": lemma.step, "exit": lemma.exit}
+
+
 def check_fold(machine: Machine, op: str, backstop_s: float, variant: Variant = MANAGER) -> Outcome:
     """`op`'s consecution for batches of any length: each part of the lemma is searched
     for a counterexample in a finite world, then proved in the unbounded one."""
     if not folds(op, variant):
         raise ValueError(f"the fold lemma does not cover {op} with this relation")
-    for what in ("init", "step", "exit"):
-        finite = getattr(_Lemma(machine, op, variant, SEARCH_WORLD), what)()
-        found = _search(finite, what, backstop_s)
+    finite = _parts(machine, op, variant, SEARCH_WORLD)
+    whole = _parts(machine, op, variant, UNBOUNDED)
+    for what, part in finite.items():
+        found = _search(part(), what, backstop_s)
         if found is not None:
             return found
-        whole = getattr(_Lemma(machine, op, variant, UNBOUNDED), what)()
-        out = _prove(whole, what, backstop_s)
+        out = _prove(whole[what](), what, backstop_s)
         if out.status is not Status.PROVED:
             return out
-    return proved("fold lemma: init, step and exit proved (any batch length)")
+    return proved(f"fold lemma: {', '.join(finite)} proved (any batch length)")

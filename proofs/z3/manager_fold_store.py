@@ -38,8 +38,15 @@ batch keys and victims):
 * **exit** -- any state satisfying `StoreInv` ends the call with the invariant, each
   counter changed by the change of its count, and a rejected call changing nothing.
 
-(`victims_accepted_by_the_table` is proved per victim, so the call's refusal is the
-meet fold's: the eviction and store folds take it as given.)
+What links the folds (facts about the one list of batch keys, assumed, not proved by
+Z3): the eviction and store folds read the meet fold's end -- its set of input keys,
+its `count`, its refusal (`victims_accepted_by_the_table` is proved per victim, so the
+call's refusal is the meet fold's) and its length, which is also the number of victim
+positions (`choice` gives one per batch key); the store fold walks the same keys
+again, so a key it reaches is an input key not acted on yet when the call is accepted
+(the meet fold's `accepted_keys_distinct`), and `left`, the keys to store among the
+positions from the current one on, starts at `count` (the same `stores` over the same
+positions) and is at least the current key's own term.
 """
 
 from __future__ import annotations

@@ -50,6 +50,14 @@ import z3
 from evictable.model.lifecycle import Machine
 from evictable.proofs.base.records import Outcome, Status, proved, refuted
 from evictable.proofs.z3.counter_rules import CallCounts
+from evictable.proofs.z3.manager_fold_parts import (
+    Part,
+    all_zero,
+    same_counts,
+    same_key,
+    symbolic_counts,
+)
+from evictable.proofs.z3.manager_fold_store import store_parts
 from evictable.proofs.z3.manager_ops import MANAGER, Fold, Variant, acting, event_of
 from evictable.proofs.z3.manager_render import render_key
 from evictable.proofs.z3.manager_state import (
@@ -84,32 +92,7 @@ def folds(op: str, variant: Variant) -> bool:
     return op in FOLD_OPS and variant.atomic and not variant.touch_lists
 
 
-def _counts(prefix: str) -> CallCounts:
-    return CallCounts(*(z3.Int(f"{prefix}.{f.name}") for f in fields(CallCounts)))
-
-
-def _same_counts(a: CallCounts, b: CallCounts) -> Term:
-    return z3.And(*[getattr(a, f.name) == getattr(b, f.name) for f in fields(CallCounts)])
-
-
-def _zero(a: CallCounts) -> Term:
-    return z3.And(*[getattr(a, f.name) == 0 for f in fields(CallCounts)])
-
-
-def _same_keys(a: MState, b: MState, x: Term) -> Term:
-    """Key `x` has the same block fields and slot in `a` and `b`."""
-    return z3.And(
-        a.state(x) == b.state(x),
-        a.ref(x) == b.ref(x),
-        a.listed(x) == b.listed(x),
-        a.slot(x) == b.slot(x),
-    )
-
-
 _FIELDS = tuple(f.name for f in fields(MState))
-
-Part = tuple[dict[str, Term], list[Term], Callable[[Any], str]]
-"""One part of the lemma: its claims, its assumptions, a renderer of a counterexample."""
 
 
 class _Lemma:
@@ -122,7 +105,7 @@ class _Lemma:
         self.cur = world.fresh("cur")
         self.seen = world.key_set("seen")
         self.position = z3.Int("position")
-        self.counts = _counts("counts")
+        self.counts = symbolic_counts("counts")
         self.ghost = {name: z3.Int(f"ghost.{name}") for name in REFERENCE.counters}
         self.inv_pre = list(invariant(world, self.pre, counting=False).values())
 
@@ -140,7 +123,7 @@ class _Lemma:
         pre, w = self.pre, self.world
         out = dict(invariant(w, cur, counting=False))
         out["keys_not_met_unchanged"] = w.all_keys(
-            lambda x: z3.Implies(z3.Not(seen(x)), _same_keys(cur, pre, x))
+            lambda x: z3.Implies(z3.Not(seen(x)), same_key(cur, pre, x))
         )
         post = self.post(cur, counts)
         for name in REFERENCE.counters:
@@ -184,10 +167,10 @@ class _Lemma:
             "rejected_only_grows": z3.Implies(before, fold.rejected),
             "inactive_key_changes_nothing": z3.Implies(
                 z3.Not(active),
-                z3.And(after.same_as(cur), _same_counts(fold.counts, self.counts), *same_ghost),
+                z3.And(after.same_as(cur), same_counts(fold.counts, self.counts), *same_ghost),
             ),
             "only_the_acting_key_changes": w.all_keys(
-                lambda x: z3.Implies(x != key, _same_keys(after, cur, x))
+                lambda x: z3.Implies(x != key, same_key(after, cur, x))
             ),
             "slots_never_run_out": z3.Not(fold.exhausted),
         }
@@ -233,7 +216,7 @@ class _Lemma:
             *self.inv_pre,
             *self.fold_inv(cur, self.seen, counts, ghost).values(),
             # a rejected call: no key acted (inactive keys change nothing, step above)
-            z3.Implies(rejected, z3.And(cur.same_as(pre), _zero(counts), *nothing)),
+            z3.Implies(rejected, z3.And(cur.same_as(pre), all_zero(counts), *nothing)),
         ]
         return claims, facts, lambda _m: f"{self.op}: the call ends"
 
@@ -274,8 +257,6 @@ def _parts(
 ) -> dict[str, Callable[[], Part]]:
     """The lemma's parts for `op` in `world`, in the order they are checked."""
     if op == "prepare_store":  # three folds: `proofs.z3.manager_fold_store`
-        from evictable.proofs.z3.manager_fold_store import store_parts
-
         return store_parts(machine, variant, world)
     lemma = _Lemma(machine, op, variant, world)
     return {"init": lemma.init, "step": lemma.step, "exit": lemma.exit}

@@ -59,7 +59,7 @@ import z3
 
 from evictable.model.lifecycle import CpuEvent, CpuState, Machine
 from evictable.proofs.z3.counter_rules import CallCounts
-from evictable.proofs.z3.manager_fold import Part, _counts, _same_keys, _zero
+from evictable.proofs.z3.manager_fold_parts import Part, all_zero, same_key, symbolic_counts
 from evictable.proofs.z3.manager_ops import (
     Fold,
     Variant,
@@ -107,7 +107,7 @@ class _StoreLemma:
         self.machine, self.variant, self.world = machine, variant, world
         self.pre = world.fresh("pre")
         self.cur = world.fresh("cur")
-        self.counts = _counts("counts")
+        self.counts = symbolic_counts("counts")
         self.ghost = {name: z3.Int(f"ghost.{name}") for name in REFERENCE.counters}
         self.inv_pre = list(invariant(world, self.pre, counting=False).values())
         self.inputs = world.key_set("inputs")
@@ -146,7 +146,7 @@ class _StoreLemma:
             out[f"{name}_tracks_count"] = post.counter(name) - self.pre.counter(name) == ghost[name]
         out["nothing_changed_unless_carried_out"] = z3.Implies(
             z3.Not(self.goes),
-            z3.And(cur.same_as(self.pre), _zero(counts), *[g == 0 for g in ghost.values()]),
+            z3.And(cur.same_as(self.pre), all_zero(counts), *[g == 0 for g in ghost.values()]),
         )
         return out
 
@@ -164,7 +164,7 @@ class _StoreLemma:
         return {
             **self.common(cur, counts, ghost),
             "keys_not_evicted_unchanged": w.all_keys(
-                lambda x: z3.Implies(z3.Not(victims(x)), _same_keys(cur, pre, x))
+                lambda x: z3.Implies(z3.Not(victims(x)), same_key(cur, pre, x))
             ),
             "victims_not_input_keys": w.all_keys(
                 lambda x: z3.Implies(victims(x), z3.Not(self.inputs(x)))
@@ -188,9 +188,7 @@ class _StoreLemma:
         return {
             **self.common(cur, counts, ghost),
             "input_keys_not_stored_unchanged": w.all_keys(
-                lambda x: z3.Implies(
-                    z3.And(self.inputs(x), z3.Not(done(x))), _same_keys(cur, pre, x)
-                )
+                lambda x: z3.Implies(z3.And(self.inputs(x), z3.Not(done(x))), same_key(cur, pre, x))
             ),
             "counts_so_far": z3.And(
                 counts.victims == z3.If(self.evicting, self.wanted, 0),
@@ -295,7 +293,7 @@ class _StoreLemma:
             "victims_are_ready": z3.Implies(active, pre.state(victim) == SS.consts[CpuState.READY]),
             "input_keys_not_evicted": z3.Implies(active, z3.Not(self.inputs(victim))),
             "only_the_acting_key_changes": w.all_keys(
-                lambda x: z3.Implies(x != victim, _same_keys(after, cur, x))
+                lambda x: z3.Implies(x != victim, same_key(after, cur, x))
             ),
             "slots_never_run_out": z3.Not(fold.exhausted),
         }
@@ -354,7 +352,7 @@ class _StoreLemma:
                 after, done.set(key, z3.BoolVal(True)), fold.counts, fold.ghost, left - term
             ),
             "only_the_acting_key_changes": w.all_keys(
-                lambda x: z3.Implies(x != key, _same_keys(after, cur, x))
+                lambda x: z3.Implies(x != key, same_key(after, cur, x))
             ),
             "slots_never_run_out": z3.Not(fold.exhausted),
         }

@@ -279,6 +279,13 @@ def more_consecution_controls(machine: Machine) -> dict[str, list[tuple[Variant,
             )
         ],
     }
+    out["prepare_store"] = [
+        (
+            Variant(victim_shortfall=1),
+            "an eviction fold that takes one victim fewer than needed (the store fold runs "
+            "out of slots)",
+        )
+    ]
     for op, (what, text) in COUNTER_UPDATES.items():
         if op != "prepare_store":
             variant = Variant(counters=forgetting(op, what))

@@ -17,9 +17,10 @@ relation over a batch of keys (`proofs.z3.manager_ops`), built from the table.
   the free stack; fresh ⊎ free ⊎ owned) and the operation's claims hold (a rejected
   call changes nothing; an accepted call's keys are distinct; slots never run out;
   victims are READY and no input key; each counter changes by the change of its
-  count). For every batch length (`proofs.z3.manager_fold`, the fold lemma) for
-  every operation but `prepare_store`, which is proved for batches of up to B keys
-  and searched at B + 1 in a finite world; `reset_cache` takes no batch.
+  count). For every batch length (`proofs.z3.manager_fold`, the fold lemma; for
+  `prepare_store` a part per fold, `proofs.z3.manager_fold_store`); `reset_cache`
+  takes no batch. (A relation the lemma does not cover -- a non-atomic control -- is
+  proved for batches of up to B keys.)
 * `manager.nonvacuity` -- every branch of every operation (each rejection, an
   eviction, a None return, an ignored key, duplicates, an accepted call of B
   distinct keys that all act) happens from some state satisfying the invariant, so
@@ -179,8 +180,8 @@ SEARCH_BATCH = 1
 of B + 1 slots): at B keys it costs 15-80 s a query on this machine (complete_store
 .failure, prepare_store). It is the fast path to a readable counterexample only; the
 proof covers every batch length (the fold lemma, which searches a finite world of its
-own first) or, for prepare_store, B keys in the unbounded world, which names the
-failing claims of a longer call."""
+own first) or, for a relation the lemma does not cover, B keys in the unbounded world,
+which names the failing claims of a longer call."""
 
 
 def _initiation_query(machine: Machine, world: World) -> Query:

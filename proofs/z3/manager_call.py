@@ -85,6 +85,9 @@ class Variant:
     ignores_free_stack: bool = False
     """True: `prepare_store` counts only fresh slots as free, so it evicts although
     freed slots exist (a drifted relation: the code reuses the freed slots)."""
+    victim_shortfall: int = 0
+    """`prepare_store` takes this many victims fewer than it needs (a broken eviction
+    fold: its store fold then runs out of slots)."""
 
 
 MANAGER = Variant()

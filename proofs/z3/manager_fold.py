@@ -32,10 +32,11 @@ duplicate check that skips some position is a counterexample to the step at that
 position, whatever B is.
 
 Applies to `complete_store.success` / `.failure`, `prepare_load`, `complete_load` and
-`touch` (`FOLD_OPS`), for an atomic relation. `prepare_store` folds twice more (the
-victims, whose number is unbounded too, then the keys to store, with the count of
-slots still needed as the fold's measure): it is not covered here and stays bounded
-in the batch (`proofs.z3.manager`).
+`touch`, for an atomic relation, and to `prepare_store` (`FOLD_OPS`), which folds
+twice more after meeting its keys -- the victims, whose number is unbounded too, then
+the keys to store, with the keys still to store against the free slots as the fold's
+measure: its lemma has a part per fold (`proofs.z3.manager_fold_store`), checked
+here like the others.
 """
 
 from __future__ import annotations
@@ -49,6 +50,14 @@ import z3
 from evictable.model.lifecycle import Machine
 from evictable.proofs.base.records import Outcome, Status, proved, refuted
 from evictable.proofs.z3.counter_rules import CallCounts
+from evictable.proofs.z3.manager_fold_parts import (
+    Part,
+    all_zero,
+    same_counts,
+    same_key,
+    symbolic_counts,
+)
+from evictable.proofs.z3.manager_fold_store import store_parts
 from evictable.proofs.z3.manager_ops import MANAGER, Fold, Variant, acting, event_of
 from evictable.proofs.z3.manager_render import render_key
 from evictable.proofs.z3.manager_state import (
@@ -67,6 +76,7 @@ __all__ = ["FOLD_OPS", "check_fold", "folds"]
 Term = Any
 
 FOLD_OPS: tuple[str, ...] = (
+    "prepare_store",
     "complete_store.success",
     "complete_store.failure",
     "prepare_load",
@@ -82,32 +92,7 @@ def folds(op: str, variant: Variant) -> bool:
     return op in FOLD_OPS and variant.atomic and not variant.touch_lists
 
 
-def _counts(prefix: str) -> CallCounts:
-    return CallCounts(*(z3.Int(f"{prefix}.{f.name}") for f in fields(CallCounts)))
-
-
-def _same_counts(a: CallCounts, b: CallCounts) -> Term:
-    return z3.And(*[getattr(a, f.name) == getattr(b, f.name) for f in fields(CallCounts)])
-
-
-def _zero(a: CallCounts) -> Term:
-    return z3.And(*[getattr(a, f.name) == 0 for f in fields(CallCounts)])
-
-
-def _same_keys(a: MState, b: MState, x: Term) -> Term:
-    """Key `x` has the same block fields and slot in `a` and `b`."""
-    return z3.And(
-        a.state(x) == b.state(x),
-        a.ref(x) == b.ref(x),
-        a.listed(x) == b.listed(x),
-        a.slot(x) == b.slot(x),
-    )
-
-
 _FIELDS = tuple(f.name for f in fields(MState))
-
-Part = tuple[dict[str, Term], list[Term], Callable[[Any], str]]
-"""One part of the lemma: its claims, its assumptions, a renderer of a counterexample."""
 
 
 class _Lemma:
@@ -120,7 +105,7 @@ class _Lemma:
         self.cur = world.fresh("cur")
         self.seen = world.key_set("seen")
         self.position = z3.Int("position")
-        self.counts = _counts("counts")
+        self.counts = symbolic_counts("counts")
         self.ghost = {name: z3.Int(f"ghost.{name}") for name in REFERENCE.counters}
         self.inv_pre = list(invariant(world, self.pre, counting=False).values())
 
@@ -138,7 +123,7 @@ class _Lemma:
         pre, w = self.pre, self.world
         out = dict(invariant(w, cur, counting=False))
         out["keys_not_met_unchanged"] = w.all_keys(
-            lambda x: z3.Implies(z3.Not(seen(x)), _same_keys(cur, pre, x))
+            lambda x: z3.Implies(z3.Not(seen(x)), same_key(cur, pre, x))
         )
         post = self.post(cur, counts)
         for name in REFERENCE.counters:
@@ -182,10 +167,10 @@ class _Lemma:
             "rejected_only_grows": z3.Implies(before, fold.rejected),
             "inactive_key_changes_nothing": z3.Implies(
                 z3.Not(active),
-                z3.And(after.same_as(cur), _same_counts(fold.counts, self.counts), *same_ghost),
+                z3.And(after.same_as(cur), same_counts(fold.counts, self.counts), *same_ghost),
             ),
             "only_the_acting_key_changes": w.all_keys(
-                lambda x: z3.Implies(x != key, _same_keys(after, cur, x))
+                lambda x: z3.Implies(x != key, same_key(after, cur, x))
             ),
             "slots_never_run_out": z3.Not(fold.exhausted),
         }
@@ -231,7 +216,7 @@ class _Lemma:
             *self.inv_pre,
             *self.fold_inv(cur, self.seen, counts, ghost).values(),
             # a rejected call: no key acted (inactive keys change nothing, step above)
-            z3.Implies(rejected, z3.And(cur.same_as(pre), _zero(counts), *nothing)),
+            z3.Implies(rejected, z3.And(cur.same_as(pre), all_zero(counts), *nothing)),
         ]
         return claims, facts, lambda _m: f"{self.op}: the call ends"
 
@@ -267,18 +252,28 @@ def _prove(part: Part, what: str, backstop_s: float) -> Outcome:
     return refuted(f"fold lemma, {what}: a counterexample in the unbounded world only")
 
 
+def _parts(
+    machine: Machine, op: str, variant: Variant, world: World
+) -> dict[str, Callable[[], Part]]:
+    """The lemma's parts for `op` in `world`, in the order they are checked."""
+    if op == "prepare_store":  # three folds: `proofs.z3.manager_fold_store`
+        return store_parts(machine, variant, world)
+    lemma = _Lemma(machine, op, variant, world)
+    return {"init": lemma.init, "step": lemma.step, "exit": lemma.exit}
+
+
 def check_fold(machine: Machine, op: str, backstop_s: float, variant: Variant = MANAGER) -> Outcome:
     """`op`'s consecution for batches of any length: each part of the lemma is searched
     for a counterexample in a finite world, then proved in the unbounded one."""
     if not folds(op, variant):
         raise ValueError(f"the fold lemma does not cover {op} with this relation")
-    for what in ("init", "step", "exit"):
-        finite = getattr(_Lemma(machine, op, variant, SEARCH_WORLD), what)()
-        found = _search(finite, what, backstop_s)
+    finite = _parts(machine, op, variant, SEARCH_WORLD)
+    whole = _parts(machine, op, variant, UNBOUNDED)
+    for what, part in finite.items():
+        found = _search(part(), what, backstop_s)
         if found is not None:
             return found
-        whole = getattr(_Lemma(machine, op, variant, UNBOUNDED), what)()
-        out = _prove(whole, what, backstop_s)
+        out = _prove(whole[what](), what, backstop_s)
         if out.status is not Status.PROVED:
             return out
-    return proved("fold lemma: init, step and exit proved (any batch length)")
+    return proved(f"fold lemma: {', '.join(finite)} proved (any batch length)")

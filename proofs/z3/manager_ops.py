@@ -242,6 +242,53 @@ def acting(op: str, machine: Machine, pre: MState, key: Term, in_batch: Term, go
     return z3.And(goes, in_batch)
 
 
+# ------------------------------------------------------------------ prepare_store's rules
+# (used by `relation` and by prepare_store's fold lemma, `proofs.z3.manager_fold_store`)
+
+
+def stores(machine: Machine, pre: MState, key: Term, in_batch: Term) -> Term:
+    """A key of a `prepare_store` batch is one to store: its `store_begin` row fires
+    in the call's pre-state (judged before any key acts)."""
+    return z3.And(in_batch, fires(machine, CpuEvent.STORE_BEGIN, block(pre, key)))
+
+
+def victims_needed(variant: Variant, pre: MState, count: Term) -> tuple[Term, Term]:
+    """`need` = the keys to store minus the free slots (fresh ones and the free stack;
+    may be <= 0) and the number of victims the call takes, `max(0, need)` (fewer by
+    the variant's `victim_shortfall`)."""
+    free = pre.cap - pre.hw + (0 if variant.ignores_free_stack else pre.sp)
+    need = count - free
+    short = variant.victim_shortfall
+    return need, z3.If(need > 0, need - short if short else need, 0)
+
+
+def evicts(need: Term, wanted: Term, supplied: Term, position: Term) -> Term:
+    """The victim at `position` (0, 1, ...) of the policy's list is taken."""
+    return z3.And(need > 0, supplied, position < wanted)
+
+
+def victim_refused_by_table(machine: Machine, pre: MState, victim: Term, taken: Term) -> Term:
+    """A taken victim whose `evict` the table refuses (which refuses the call)."""
+    return z3.And(taken, rejects(machine, CpuEvent.EVICT, block(pre, victim)))
+
+
+def store_goes(rejected: Term, count: Term, need: Term, supplied: Term) -> Term:
+    """A `prepare_store` call is carried out: not refused, something to store, and the
+    victims supplied if any are needed."""
+    return z3.And(z3.Not(rejected), count > 0, z3.Or(need <= 0, supplied))
+
+
+def victim_contract(
+    variant: Variant, pre: MState, victim: Term, new: list[Term], outside: list[Term]
+) -> Term:
+    """The policy's contract for one victim it supplies: `new` (distinct from the
+    victims before it), listed, and `outside` (no input key; the variant may drop it)."""
+    ok = [*new, pre.listed(victim) if variant.victims_listed else z3.Not(pre.listed(victim))]
+    if variant.protects_input:
+        ok += outside
+    return conj(ok)
+
+
 # ------------------------------------------------------------------ the operations
 
 
@@ -266,27 +313,19 @@ def relation(
     branches: dict[str, Term] = {}
     claims: dict[str, Term] = {}
     if op == "prepare_store":
-        to_store = [z3.And(in_batch[i], fires(machine, event, blocks[i])) for i in range(batch)]
+        to_store = [stores(machine, pre, k, in_batch[i]) for i, k in enumerate(c.keys)]
         count = _count(to_store)
-        free = pre.cap - pre.hw + (0 if variant.ignores_free_stack else pre.sp)
-        need = count - free
-        wanted = z3.If(need > 0, need, 0)
-        use = [z3.And(need > 0, c.supplied, j < wanted) for j in range(batch)]
+        need, wanted = victims_needed(variant, pre, count)
+        use = [evicts(need, wanted, c.supplied, j) for j in range(batch)]
         victim_refused = [
-            z3.And(use[j], rejects(machine, CpuEvent.EVICT, block(pre, v)))
-            for j, v in enumerate(c.victims)
+            victim_refused_by_table(machine, pre, v, use[j]) for j, v in enumerate(c.victims)
         ]
         rejected = z3.Or(fold.rejected, *victim_refused)
-        goes = z3.And(z3.Not(rejected), count > 0, z3.Or(need <= 0, c.supplied))
+        goes = store_goes(rejected, count, need, c.supplied)
         for j, v in enumerate(c.victims):
-            ok = [v != c.victims[i] for i in range(j)]
-            if variant.victims_listed:
-                ok.append(pre.listed(v))
-            else:
-                ok.append(z3.Not(pre.listed(v)))
-            if variant.protects_input:
-                ok += [z3.Implies(in_batch[i], v != k) for i, k in enumerate(c.keys)]
-            fold.facts.append(z3.Implies(use[j], conj(ok)))
+            new = [v != c.victims[i] for i in range(j)]
+            outside = [z3.Implies(in_batch[i], v != k) for i, k in enumerate(c.keys)]
+            fold.facts.append(z3.Implies(use[j], victim_contract(variant, pre, v, new, outside)))
         for j, v in enumerate(c.victims):
             fold.act(v, z3.And(goes, use[j]), CpuEvent.EVICT)
         for i, k in enumerate(c.keys):

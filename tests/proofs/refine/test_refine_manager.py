@@ -18,10 +18,10 @@ from evictable.proofs.controls.mutant import Edit, mutant_function
 from evictable.proofs.controls.policy_relations import LRU_CONTROLS
 from evictable.proofs.lockstep.conformance import run_conformance
 from evictable.proofs.obligations import refine_manager
-from evictable.proofs.refine import manager_shape
 from evictable.proofs.refine.conformance import RefinementObserver
 from evictable.proofs.refine.manager import ManagerOracle
 from evictable.proofs.refine.manager_walk import check_refinement
+from evictable.proofs.z3 import manager_ops
 from evictable.proofs.z3.policy_arc import ARC_HOOKS
 from tests.obligation_checks import assert_proved, refuted_control
 
@@ -104,16 +104,16 @@ def test_hand_edit_need_ignoring_the_free_stack_is_refuted(
     as the issue's hand edit did): the code no longer refines it."""
     drifted = mutant_function(
         "evictable.proofs.z3.manager_ops",
-        "relation",
+        "victims_needed",
         Edit(
-            "relation",
+            "victims_needed",
             "free = pre.cap - pre.hw + (0 if variant.ignores_free_stack else pre.sp)",
             "free = pre.cap - pre.hw",
         ),
         name="relation_ignoring_free_stack",
         doc="`need` ignores the free stack.",
     )
-    monkeypatch.setattr(manager_shape, "relation", drifted)
+    monkeypatch.setattr(manager_ops, "victims_needed", drifted)  # the relation's rule
     outcome = check_refinement(refine_manager.BOUNDS["lru"]["quick"])
     assert outcome.status is Status.COUNTEREXAMPLE
     first = outcome.counterexample.splitlines()[0]

@@ -38,9 +38,9 @@ def test_kinds_say_what_is_bounded() -> None:
             assert ob.kind is Kind.BOUNDED and f"(B = {b})" in ob.bounds
 
 
-def test_only_prepare_store_stays_bounded_in_the_batch() -> None:
+def test_no_operation_stays_bounded_in_the_batch() -> None:
     bounded = [op for op in OPS if not manager.unbounded_in_batch(op)]
-    assert bounded == ["prepare_store"]
+    assert bounded == []
 
 
 def test_counterexample_worlds_have_a_slot_more_than_the_batch() -> None:

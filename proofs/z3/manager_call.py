@@ -9,15 +9,17 @@ row fires; no row and no tolerated no-op is a refusal).
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import z3
 
 from evictable.model.lifecycle import CpuEvent, Machine, Transition
+from evictable.model.machine import Hook, derive_hook
 from evictable.proofs.z3.counter_rules import CounterRule, counters_after
 from evictable.proofs.z3.encode import BlockTerms, HookFn
-from evictable.proofs.z3.manager_state import SS, MState, World
+from evictable.proofs.z3.manager_state import REFERENCE, SS, MState, World
 
 __all__ = [
     "MANAGER",
@@ -103,6 +105,10 @@ class Choice:
     victims: tuple[Term, ...]
     supplied: Term
 
+    def outside(self, u: Term) -> Term:
+        """`u` is none of the batch's keys (the first `n`)."""
+        return z3.And(*[z3.Implies(self.n > i, u != k) for i, k in enumerate(self.keys)])
+
 
 def choice(world: World, prefix: str, batch: int) -> tuple[Choice, list[Term]]:
     """Fresh inputs for one call with at most `batch` keys, and their range facts."""
@@ -146,6 +152,37 @@ class Step:
     need: Term | None = None
     """`prepare_store`: the victims needed (keys to store minus free slots; may be
     <= 0), which the policy relations (`proofs.z3.policy_*`) use to decide supply."""
+
+
+def owed_hooks(step: Step) -> Iterator[tuple[str, Term, Term]]:
+    """The policy hooks the call's acting keys owe, in the model manager's order: (the
+    hook's name -- `became_evictable`, `became_pinned`, `stored` or `aborted` --, the
+    key, when it fires). A fired row owes the hook `derive_hook` derives, a STORE_BEGIN
+    `stored`, a STORE_ABORT `aborted`; a victim (EVICT) owes none: the policy removes
+    its victims itself."""
+    for a in step.actors:
+        if a.event is CpuEvent.EVICT:
+            continue
+        for t, cond in a.fired:
+            h = derive_hook(REFERENCE, t)
+            if h is Hook.FLAG_ON:
+                yield "became_evictable", a.key, cond
+            elif h is Hook.FLAG_OFF:
+                yield "became_pinned", a.key, cond
+            if t.event is CpuEvent.STORE_BEGIN:
+                yield "stored", a.key, cond
+            elif t.event is CpuEvent.STORE_ABORT:
+                yield "aborted", a.key, cond
+
+
+def supplied_when_enough(step: Step, c: Choice, eligible: Sequence[Term]) -> Term:
+    """A `prepare_store` the table accepts gets victims from the policy exactly when at
+    least the victims needed are `eligible` (one term per key)."""
+    if step.need is None:
+        raise ValueError(f"{step.op} needs no victims")
+    refused = z3.Or(step.duplicate, *step.refused)
+    count = z3.Sum([z3.If(e, 1, 0) for e in eligible])
+    return z3.Implies(z3.And(z3.Not(refused), step.need > 0), c.supplied == (count >= step.need))
 
 
 # ------------------------------------------------------------------ one key, one event

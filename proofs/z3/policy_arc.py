@@ -43,9 +43,8 @@ from typing import Any
 import z3
 
 from evictable.model.lifecycle import CpuEvent, CpuState
-from evictable.model.machine import Hook, derive_hook
 from evictable.proofs.z3.arc import b1_hit_term, b2_hit_term
-from evictable.proofs.z3.manager_call import Choice, Step
+from evictable.proofs.z3.manager_call import Choice, Step, owed_hooks, supplied_when_enough
 from evictable.proofs.z3.manager_state import (
     REFERENCE,
     SS,
@@ -54,7 +53,7 @@ from evictable.proofs.z3.manager_state import (
     VecFn,
     resident,
 )
-from evictable.proofs.z3.policy_lru import evictable
+from evictable.proofs.z3.policy_lru import evictable, victims_evictable_outside
 
 __all__ = [
     "ARC_HOOKS",
@@ -243,13 +242,8 @@ def compose(
             pre.rclock,
         )
         return ArcStep(pre, post, facts, victims)
-    batch = len(c.keys)
-    in_batch = [c.n > i for i in range(batch)]
     if step.op == "prepare_store":
-
-        def outside(u: Term) -> Term:
-            return z3.And(*[z3.Implies(in_batch[i], u != k) for i, k in enumerate(c.keys)])
-
+        outside = c.outside
         chosen = [(a.key, a.active) for a in step.actors if a.event is CpuEvent.EVICT]
         facts += _choose(world, pre, chosen, outside, hooks.least_recent)
         for a in step.actors:
@@ -275,33 +269,12 @@ def compose(
             p = replace(p, b1=_trim(p.b1, p.gstamp, cap), b2=_trim(p.b2, p.gstamp, cap))
         if step.need is not None:  # evict fails exactly when too few keys are eligible
             eligible = [
-                z3.And(
-                    pre.idle(u),
-                    z3.Or(pre.t1(u), pre.t2(u)),
-                    *[z3.Implies(in_batch[i], k != u) for i, k in enumerate(c.keys)],
-                )
+                z3.And(pre.idle(u), z3.Or(pre.t1(u), pre.t2(u)), outside(u))
                 for u in range(world.keys)
             ]
-            refused = z3.Or(step.duplicate, *step.refused)
-            facts.append(
-                z3.Implies(
-                    z3.And(z3.Not(refused), step.need > 0),
-                    c.supplied == (z3.Sum([z3.If(e, 1, 0) for e in eligible]) >= step.need),
-                )
-            )
-    for a in step.actors:
-        if a.event is CpuEvent.EVICT:
-            continue
-        for t, cond in a.fired:
-            h = derive_hook(REFERENCE, t)
-            if h is Hook.FLAG_ON:
-                p = hooks.became_evictable(p, a.key, cond)
-            elif h is Hook.FLAG_OFF:
-                p = hooks.became_pinned(p, a.key, cond)
-            if t.event is CpuEvent.STORE_BEGIN:
-                p = hooks.stored(p, a.key, cond)
-            elif t.event is CpuEvent.STORE_ABORT:
-                p = hooks.aborted(p, a.key, cond)
+            facts.append(supplied_when_enough(step, c, eligible))
+    for hook, key, cond in owed_hooks(step):
+        p = getattr(hooks, hook)(p, key, cond)
     if step.op == "touch":
         pending = SS.consts[CpuState.PENDING]
         for a in reversed(step.actors):
@@ -465,13 +438,4 @@ def claims(world: BoundedWorld, step: Step, c: Choice, ps: ArcStep) -> dict[str,
         }
     if step.op != "prepare_store":
         return {}
-    in_batch = [c.n > i for i in range(len(c.keys))]
-
-    def outside(v: Term) -> Term:
-        return z3.And(*[z3.Implies(in_batch[i], v != k) for i, k in enumerate(c.keys)])
-
-    return {
-        "victims_evictable_outside_batch": z3.And(
-            *[z3.Implies(a, z3.And(evictable(step.pre, v), outside(v))) for v, a in ps.victims]
-        )
-    }
+    return {"victims_evictable_outside_batch": victims_evictable_outside(step, c, ps.victims)}

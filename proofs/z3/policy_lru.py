@@ -49,8 +49,7 @@ from typing import Any
 import z3
 
 from evictable.model.lifecycle import CpuEvent
-from evictable.model.machine import Hook, derive_hook
-from evictable.proofs.z3.manager_call import Choice, Step
+from evictable.proofs.z3.manager_call import Choice, Step, owed_hooks, supplied_when_enough
 from evictable.proofs.z3.manager_state import (
     REFERENCE,
     ArrayFn,
@@ -154,6 +153,14 @@ class LruHooks:
 LRU_HOOKS = LruHooks()
 
 
+def victims_evictable_outside(step: Step, c: Choice, victims: list[tuple[Term, Term]]) -> Term:
+    """Each victim (key, acts) that acts was evictable before the call and is none of
+    the batch's keys (the safety contract's claim on a `prepare_store`)."""
+    return z3.And(
+        *[z3.Implies(a, z3.And(evictable(step.pre, v), c.outside(v))) for v, a in victims]
+    )
+
+
 def evictable(m: MState, key: Term) -> Term:
     """The evictable set of the semantics: resident with ref count 0."""
     return z3.And(resident(REFERENCE, m.state(key)), m.ref(key) == 0)
@@ -190,8 +197,6 @@ def compose(
     """The LRU's step driven by the manager relation's `step` (module docstring)."""
     p = pre
     facts: list[Term] = []
-    batch = len(c.keys)
-    in_batch = [c.n > i for i in range(batch)]
     victims: list[tuple[Term, Term]] = []
     joined: list[tuple[Term, Term]] = []
     choices: list[tuple[Term, Callable[[Term], Term]]] = []
@@ -200,11 +205,8 @@ def compose(
             p = replace(p, listed=_none_listed(world, pre))
         return PolicyStep(pre, _when(step, p, pre), facts, victims, joined, choices)
 
-    def outside(u: Term) -> Term:
-        return z3.And(*[z3.Implies(in_batch[i], u != k) for i, k in enumerate(c.keys)])
-
     def eligible(u: Term) -> Term:
-        return z3.And(pre.listed(u), outside(u))
+        return z3.And(pre.listed(u), c.outside(u))
 
     if step.op == "prepare_store":
         acts = [a for a in step.actors if a.event is CpuEvent.EVICT]
@@ -227,27 +229,12 @@ def compose(
         for v, acts_ in victims:
             p = hooks.evict(p, v, acts_)
         if isinstance(world, BoundedWorld) and step.need is not None:
-            count = z3.Sum([z3.If(eligible(u), 1, 0) for u in range(world.keys)])
-            refused = z3.Or(step.duplicate, *step.refused)
-            facts.append(
-                z3.Implies(
-                    z3.And(z3.Not(refused), step.need > 0), c.supplied == (count >= step.need)
-                )
-            )
-    for a in step.actors:
-        if a.event is CpuEvent.EVICT:
-            continue
-        for t, cond in a.fired:
-            h = derive_hook(REFERENCE, t)
-            if h is Hook.FLAG_ON:
-                p = hooks.became_evictable(p, a.key, cond)
-                joined.append((a.key, cond))
-            elif h is Hook.FLAG_OFF:
-                p = hooks.became_pinned(p, a.key, cond)
-            if t.event is CpuEvent.STORE_BEGIN:
-                p = hooks.stored(p, a.key, cond)
-            elif t.event is CpuEvent.STORE_ABORT:
-                p = hooks.aborted(p, a.key, cond)
+            eligible_keys = [eligible(u) for u in range(world.keys)]
+            facts.append(supplied_when_enough(step, c, eligible_keys))
+    for hook, key, cond in owed_hooks(step):
+        p = getattr(hooks, hook)(p, key, cond)
+        if hook == "became_evictable":
+            joined.append((key, cond))
     if step.op == "touch":
         moved = [(a.key, z3.Or(*[cond for _, cond in a.fired], False)) for a in step.actors]
         p = hooks.touch(p, moved)
@@ -322,17 +309,10 @@ def claims(
 
     pre, post = ps.pre, ps.post
     out: dict[str, Term] = {}
-    batch = len(c.keys)
-    in_batch = [c.n > i for i in range(batch)]
-
-    def outside(u: Term) -> Term:
-        return z3.And(*[z3.Implies(in_batch[i], u != k) for i, k in enumerate(c.keys)])
-
+    outside = c.outside
     if step.op == "prepare_store":
         vs = ps.victims
-        out["victims_evictable_outside_batch"] = z3.And(
-            *[z3.Implies(a, z3.And(evictable(step.pre, v), outside(v))) for v, a in vs]
-        )
+        out["victims_evictable_outside_batch"] = victims_evictable_outside(step, c, vs)
         out["victims_least_recent_first"] = z3.And(
             *[
                 z3.Implies(

@@ -48,7 +48,7 @@ from typing import Any
 import z3
 
 from evictable.model.lifecycle import Machine
-from evictable.proofs.base.records import Outcome, Status, proved, refuted
+from evictable.proofs.base.records import Outcome, Status, proved
 from evictable.proofs.z3.counter_rules import CallCounts
 from evictable.proofs.z3.manager_fold_parts import (
     Part,
@@ -69,7 +69,7 @@ from evictable.proofs.z3.manager_state import (
     World,
     invariant,
 )
-from evictable.proofs.z3.solver import check, refute_claims, solver, unknown
+from evictable.proofs.z3.solver import refute_claims
 
 __all__ = ["FOLD_OPS", "check_fold", "folds"]
 
@@ -241,15 +241,13 @@ def _search(part: Part, what: str, backstop_s: float) -> Outcome | None:
 
 def _prove(part: Part, what: str, backstop_s: float) -> Outcome:
     claims, assumptions, _ = part
-    s = solver(backstop_s)
-    s.add(*assumptions)
-    s.add(z3.Not(z3.And(*claims.values())))
-    r = check(s)
-    if r == z3.unsat:
-        return proved()
-    if r == z3.unknown:
-        return unknown(s, f"the fold lemma's {what}")
-    return refuted(f"fold lemma, {what}: a counterexample in the unbounded world only")
+    return refute_claims(
+        claims,
+        assumptions,
+        backstop_s,
+        f"the fold lemma's {what}",
+        lambda _model: f"fold lemma, {what}: a counterexample in the unbounded world only",
+    )
 
 
 def _parts(

@@ -198,7 +198,7 @@ class _StoreLemma:
                 counts.unpinned == 0,
             ),
             "free_slots_cover_the_keys_left": z3.And(
-                left >= 0, z3.Implies(self.goes, left <= cur.cap - cur.hw + cur.sp)
+                left >= 0, z3.Implies(self.goes, left <= cur.free_slots())
             ),
         }
 
@@ -330,7 +330,7 @@ class _StoreLemma:
         def describe(model: Any) -> str:
             return (
                 f"{OP}: the store fold's start ({self._numbers(model)}; free slots "
-                f"{value(model, self.cur.cap - self.cur.hw + self.cur.sp)} after "
+                f"{value(model, self.cur.free_slots())} after "
                 f"{value(model, self.counts.victims)} victims)"
             )
 
@@ -371,7 +371,7 @@ class _StoreLemma:
             return (
                 f"{OP}, one more key to store ({'stores' if acts else 'does not store'}; "
                 f"keys left {value(model, left)}, free slots "
-                f"{value(model, cur.cap - cur.hw + cur.sp)}; {self._numbers(model)}): before "
+                f"{value(model, cur.free_slots())}; {self._numbers(model)}): before "
                 f"the call {render_key(model, pre, key)}, so far {render_key(model, cur, key)}"
                 f" -> {render_key(model, after, key)}"
             )

@@ -177,6 +177,10 @@ class MState:
     def counter(self, name: str) -> Term:
         return {"num_evictable": self.num_evictable, "num_pending": self.num_pending}[name]
 
+    def free_slots(self) -> Term:
+        """The slots a store can take: the fresh ones and the free stack's."""
+        return self.cap - self.hw + self.sp
+
     def same_as(self, other: MState) -> Term:
         """Every field equal: nothing observable changed."""
         fns = ("state", "ref", "listed", "slot", "owner", "stack", "pos")

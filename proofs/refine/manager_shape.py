@@ -35,7 +35,7 @@ import z3
 from evictable.model.lifecycle import CPU_MACHINE, CpuState, Machine
 from evictable.model.types import ManagerSnapshot, evictable_view
 from evictable.proofs.base.records import HANG_BACKSTOP_S
-from evictable.proofs.refine.policy_shape import PolicyPart, arc_part, lru_part
+from evictable.proofs.refine.policy_shape import PolicyPart, arc_part, literal, lru_part
 from evictable.proofs.z3.manager_ops import MANAGER, Choice, Step, Variant, choice, relation
 from evictable.proofs.z3.manager_state import (
     SS,
@@ -139,7 +139,7 @@ class Shape:
         for j in range(self.batch):
             v = vids[j] if j < len(vids) else absent
             out.append(self._input(("victim", j, v), operator.eq, c.victims[j], v))
-        out.append(self._input(("supplied", supplied), _holds, c.supplied, supplied))
+        out.append(self._input(("supplied", supplied), literal, c.supplied, supplied))
         return out
 
     def _input(self, name: tuple[Any, ...], build: Callable[..., Term], *args: Any) -> Term:
@@ -172,10 +172,6 @@ class Shape:
         if i not in self._slots_of_keys:
             self._slots_of_keys[i] = self.step.post.slot(self.choice.keys[i])
         return self._slots_of_keys[i]
-
-
-def _holds(term: Term, value: bool) -> Term:
-    return term if value else z3.Not(term)
 
 
 def _equals(term: Term, value: Any) -> Term:

@@ -48,6 +48,7 @@ __all__ = [
     "arc_part",
     "arc_post_values",
     "arc_pre_values",
+    "literal",
     "lru_part",
     "lru_post_values",
     "lru_pre_values",
@@ -105,7 +106,7 @@ class PolicyPart:
                     self._literals["target", v] = lit
                 out.append(lit)
             elif ".rank" not in name:
-                out.append(self._lit((name, bool(v)), _holds, self.observed[name], bool(v)))
+                out.append(self._lit((name, bool(v)), literal, self.observed[name], bool(v)))
         for lst, stamp in (
             ("b1", post.gstamp),
             ("b2", post.gstamp),
@@ -131,12 +132,13 @@ class PolicyPart:
         return lit
 
 
-def _holds(term: Term, value: bool) -> Term:
+def literal(term: Term, value: bool) -> Term:
+    """`term` if `value`, else its negation (a Boolean observation as a literal)."""
     return term if value else z3.Not(term)
 
 
 def _member(fn: Callable[[int], Term], k: int, value: bool) -> Term:
-    return _holds(fn(k), value)
+    return literal(fn(k), value)
 
 
 def _older(stamp: Callable[[int], Term], a: int, b: int) -> Term:

@@ -60,6 +60,7 @@ __all__ = [
     "run_claim",
     "run_control",
     "run_one",
+    "targeted",
 ]
 
 HANG_BACKSTOP_S = 900.0
@@ -95,14 +96,42 @@ class Outcome:
     status: Status
     counterexample: str = ""
     detail: str = ""
+    violated: tuple[str, ...] = ()
+    """For a counterexample: the claims it violates, as named by the check (a Z3 query
+    names them, prefixed by the part of a lemma they belong to: `targeted` reads them)."""
 
 
 def proved(detail: str = "") -> Outcome:
     return Outcome(Status.PROVED, detail=detail)
 
 
-def refuted(text: str) -> Outcome:
-    return Outcome(Status.COUNTEREXAMPLE, text)
+def refuted(text: str, violated: Sequence[str] = ()) -> Outcome:
+    return Outcome(Status.COUNTEREXAMPLE, text, violated=tuple(violated))
+
+
+def targeted(
+    check: Callable[[float], Outcome], claims: Sequence[str]
+) -> Callable[[float], Outcome]:
+    """A negative control that counts only when it breaks the claim it was built to
+    break: the counterexample must violate one of `claims` (a name, or the prefix of
+    one, e.g. a lemma's part: "fold lemma, step/"). A counterexample on other claims
+    is reported as not caught (the record's own claim did not refute it)."""
+
+    def run(backstop_s: float) -> Outcome:
+        out = check(backstop_s)
+        if out.status is not Status.COUNTEREXAMPLE:
+            return out
+        if any(v == c or v.startswith(c) for v in out.violated for c in claims):
+            return out
+        return Outcome(
+            Status.PROVED,
+            detail=(
+                f"refuted on {', '.join(out.violated) or 'an unnamed claim'}, not on the "
+                f"claim it breaks ({', '.join(claims)})"
+            ),
+        )
+
+    return run
 
 
 @dataclass(frozen=True)

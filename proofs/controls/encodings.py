@@ -293,6 +293,50 @@ def more_consecution_controls(machine: Machine) -> dict[str, list[tuple[Variant,
     return out
 
 
+_POSITIONAL: dict[str, tuple[CpuEvent, CpuState, CpuState, Hook]] = {
+    "prepare_store": (CpuEvent.STORE_BEGIN, CpuState.ABSENT, CpuState.PENDING, Hook.FLAG_ON),
+    "complete_store.success": (CpuEvent.STORE_COMMIT, CpuState.PENDING, CpuState.READY, Hook.NONE),
+    "complete_store.failure": (
+        CpuEvent.STORE_ABORT,
+        CpuState.PENDING,
+        CpuState.ABSENT,
+        Hook.FLAG_ON,
+    ),
+    "prepare_load": (CpuEvent.LOAD_BEGIN, CpuState.READY, CpuState.LOADING, Hook.NONE),
+    "complete_load": (CpuEvent.LOAD_END, CpuState.LOADING, CpuState.READY, Hook.NONE),
+    "touch": (CpuEvent.TOUCH, CpuState.READY, CpuState.READY, Hook.FLAG_OFF),
+}
+"""Per operation the fold lemma covers: the row a positional control breaks, and the
+hook it gives that row instead (so the key's list bit goes wrong)."""
+
+
+def fold_controls(machine: Machine) -> dict[str, list[tuple[Variant, str, tuple[str, ...]]]]:
+    """Per operation the fold lemma covers, two broken relations that only the
+    unbounded record's own parts can refute, each with the claims it must be refuted
+    on: one whose *step* goes wrong from the second key on (the one-key search cannot
+    see it; the agreement cannot either, as both walks take the broken step; only the
+    lemma's step, at any position, does), and one whose *walk* leaves out every key
+    from the third on (the lemma's steps are sound: only the agreement sees it)."""
+    out: dict[str, list[tuple[Variant, str, tuple[str, ...]]]] = {}
+    for op, (event, source, target, hook) in _POSITIONAL.items():
+        row = row_index(machine, event, source, target)
+        positional = Variant(hook=overriding(machine, row, hook), hook_from=1)
+        out[op] = [
+            (
+                positional,
+                f"a {event.value} {source.name}->{target.name} that calls "
+                f"{hook.name} from the second key of a call on",
+                ("fold lemma",),
+            ),
+            (
+                Variant(drops_from=2),
+                "a relation whose walk leaves out every key from the third on",
+                ("agreement/",),
+            ),
+        ]
+    return out
+
+
 def forgetting(op: str, what: str) -> CounterRule:
     """`counters_after`, except that `op` forgets the update by `what` (a `CallCounts`
     field; "reset" for `reset_cache`'s zeroing)."""

@@ -5,6 +5,7 @@ relation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 from evictable.model import lifecycle
@@ -13,9 +14,15 @@ from evictable.proofs.base.levels import Level
 from evictable.proofs.base.records import (
     Kind,
     Obligation,
+    Outcome,
     every_refuted,
+    targeted,
 )
-from evictable.proofs.controls.encodings import consecution_controls, more_consecution_controls
+from evictable.proofs.controls.encodings import (
+    consecution_controls,
+    fold_controls,
+    more_consecution_controls,
+)
 from evictable.proofs.controls.tables import dead_row_table, replace_state
 from evictable.proofs.z3.manager import (
     BATCH,
@@ -59,6 +66,7 @@ def obligations(level: Level) -> list[Obligation]:
     ]
     controls = consecution_controls(ref)
     more = more_consecution_controls(ref)
+    own = fold_controls(ref)
     for op in OPS:
         sb = SEARCH_BATCH
         searched = (
@@ -68,9 +76,13 @@ def obligations(level: Level) -> list[Obligation]:
             else f"counterexamples sought first in {counterexample_world(sb, b + 1).name}"
         )
         variants = [controls[op], *more.get(op, [])]
-        checks = [
+        checks: list[tuple[str, Callable[[float], Outcome]]] = [
             (text, partial(check_consecution, ref, op, b, variant=variant))
             for variant, text in variants
+        ]
+        checks += [
+            (text, targeted(partial(check_consecution, ref, op, b, variant=variant), claims))
+            for variant, text, claims in own.get(op, [])
         ]
         unbounded = unbounded_in_batch(op)
         out.append(

@@ -90,6 +90,14 @@ class Variant:
     victim_shortfall: int = 0
     """`prepare_store` takes this many victims fewer than it needs (a broken eviction
     fold: its store fold then runs out of slots)."""
+    hook_from: int = 0
+    """With `hook`: the broken hook applies to the keys a call acts on from this
+    position on (0, 1, ...), the table's derivation before it (a relation that breaks
+    only long batches: the fold lemma's step, at any position, must refute it)."""
+    drops_from: int | None = None
+    """`relation` leaves out the keys of a batch from this index on when it walks them
+    to act (a relation whose own loop drops a key position: the agreement of
+    `relation` with the lemma's fold must refute it)."""
 
 
 MANAGER = Variant()

@@ -38,12 +38,15 @@ batch keys and victims):
 * **exit** -- any state satisfying `StoreInv` ends the call with the invariant, each
   counter changed by the change of its count, and a rejected call changing nothing.
 
-What links the folds (facts about the one list of batch keys, assumed, not proved by
-Z3): the eviction and store folds read the meet fold's end -- its set of input keys,
-its `count`, its refusal (`victims_accepted_by_the_table` is proved per victim, so the
-call's refusal is the meet fold's) and its length, which is also the number of victim
-positions (`choice` gives one per batch key); the store fold walks the same keys
-again, so a key it reaches is an input key not acted on yet when the call is accepted
+What links the folds (facts about the one list of batch keys, assumed by the parts,
+not proved by Z3: `STORE_ASSUMPTIONS`, printed with the record; `agreement` of
+`proofs.z3.manager_fold` holds them for calls of up to its batch, where the lemma's
+walk `iterate_store` is the relation): the eviction and store folds read the meet
+fold's end -- its set of input keys, its `count`, its refusal
+(`victims_accepted_by_the_table` is proved per victim, so the call's refusal is the
+meet fold's) and its length, which is also the number of victim positions (`choice`
+gives one per batch key); the store fold walks the same keys again, so a key it
+reaches inside the batch is an input key not acted on yet when the call is accepted
 (the meet fold's `accepted_keys_distinct`), and `left`, the keys to store among the
 positions from the current one on, starts at `count` (the same `stores` over the same
 positions) and is at least the current key's own term.
@@ -52,24 +55,15 @@ positions) and is at least the current key's own term.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import fields
+from dataclasses import replace
 from typing import Any
 
 import z3
 
-from evictable.model.lifecycle import CpuEvent, CpuState, Machine
+from evictable.model.lifecycle import CpuState, Machine
 from evictable.proofs.z3.counter_rules import CallCounts
+from evictable.proofs.z3.manager_call import Actor, Choice, Variant
 from evictable.proofs.z3.manager_fold_parts import Part, all_zero, same_key, symbolic_counts
-from evictable.proofs.z3.manager_ops import (
-    Fold,
-    Variant,
-    evicts,
-    store_goes,
-    stores,
-    victim_contract,
-    victim_refused_by_table,
-    victims_needed,
-)
 from evictable.proofs.z3.manager_render import render_key, value
 from evictable.proofs.z3.manager_state import (
     REFERENCE,
@@ -79,8 +73,17 @@ from evictable.proofs.z3.manager_state import (
     World,
     invariant,
 )
+from evictable.proofs.z3.manager_steps import (
+    Fold,
+    FoldState,
+    start,
+    store_goes,
+    stores,
+    victim_refused_by_table,
+    victims_needed,
+)
 
-__all__ = ["STORE_PARTS", "store_parts"]
+__all__ = ["STORE_ASSUMPTIONS", "STORE_PARTS", "iterate_store", "store_parts"]
 
 Term = Any
 
@@ -97,6 +100,23 @@ STORE_PARTS: tuple[str, ...] = (
 )
 """The parts of `prepare_store`'s lemma, in the order they are checked."""
 
+STORE_ASSUMPTIONS: tuple[str, ...] = (
+    "an accepted call was accepted by every key met so far (its fate is its refusal after "
+    "the last key; refusal only grows, proved: rejected_only_grows)",
+    "the eviction and store folds read the meet fold's end: its input keys, its count of "
+    "keys to store (between 0 and the batch length), its refusal; one victim position per "
+    "batch key",
+    "the store fold walks the meet fold's keys again: a key it reaches inside the batch is "
+    "an input key, not acted on yet when the call is accepted; the keys to store from its "
+    "position on are at least its own",
+)
+"""What `prepare_store`'s lemma assumes of the one list of batch keys (module docstring)."""
+
+
+def _post(variant: Variant, pre: MState, cur: MState, counts: CallCounts) -> MState:
+    ne, np_ = variant.counters(OP, pre.num_evictable, pre.num_pending, counts)
+    return replace(cur, num_evictable=ne, num_pending=np_)
+
 
 class _StoreLemma:
     """`prepare_store`'s lemma in one world: the call's pre-state and inputs, the meet
@@ -106,22 +126,36 @@ class _StoreLemma:
     def __init__(self, machine: Machine, variant: Variant, world: World) -> None:
         self.machine, self.variant, self.world = machine, variant, world
         self.pre = world.fresh("pre")
-        self.cur = world.fresh("cur")
-        self.counts = symbolic_counts("counts")
-        self.ghost = {name: z3.Int(f"ghost.{name}") for name in REFERENCE.counters}
         self.inv_pre = list(invariant(world, self.pre, counting=False).values())
         self.inputs = world.key_set("inputs")
         self.count = z3.Int("count")
         self.refused = z3.Bool("refused")
+        self.n = z3.Int("n")
+        """The batch length (the call's `n`)."""
         self.length = z3.Int("length")
+        """The positions walked: the batch keys offered, at least `n`; as many victim
+        positions (`choice` gives one per batch key)."""
         self.supplied = z3.Bool("supplied")
         self.need, self.wanted = victims_needed(variant, self.pre, self.count)
         self.goes = store_goes(self.refused, self.count, self.need, self.supplied)
         self.evicting = z3.And(self.goes, self.need > 0)
-        self.met = [self.count >= 0, self.count <= self.length]
+        self.state = FoldState(
+            cur=world.fresh("cur"),
+            seen=self.inputs,
+            rejected=self.refused,
+            met=self.length,
+            count=self.count,
+            taken=world.key_set("victims"),
+            victim_at=z3.Int("position"),
+            acted_at=z3.Int("position"),
+            counts=symbolic_counts("counts"),
+            ghost={name: z3.Int(f"ghost.{name}") for name in REFERENCE.counters},
+        )
+        self.met = [self.count >= 0, self.count <= self.n, self.n <= self.length]
         """The meet fold's end (its invariant at position `length`)."""
         if world.bounded:
-            self.met += [*self.inv_pre, *[m.sp <= m.cap for m in (self.pre, self.cur)]]
+            cur = self.state.cur
+            self.met += [*self.inv_pre, *[m.sp <= m.cap for m in (self.pre, cur)]]
         """(The steps assume the pre-state's invariant only in a finite world, where a
         counterexample then starts from a reachable-looking state; and there the free
         stack holds at most `cap` ids, a pigeonhole its clause, over the slot ids only,
@@ -130,41 +164,35 @@ class _StoreLemma:
 
     # ---------------------------------------------------------------- shared clauses
 
-    def post(self, cur: MState, counts: CallCounts) -> MState:
-        pre = self.pre
-        ne, np_ = self.variant.counters(OP, pre.num_evictable, pre.num_pending, counts)
-        values = {f.name: getattr(cur, f.name) for f in fields(MState)}
-        values.update(num_evictable=ne, num_pending=np_)
-        return MState(**values)
-
-    def common(self, cur: MState, counts: CallCounts, ghost: dict[str, Term]) -> dict[str, Term]:
+    def common(self, s: FoldState) -> dict[str, Term]:
         """The clauses of both acting folds' invariants: the manager-level invariant of
-        the state so far, the ghosts, and a call not carried out changing nothing."""
-        out = dict(invariant(self.world, cur, counting=False))
-        post = self.post(cur, counts)
+        the state so far, the ghosts, a call not carried out changing nothing, and no
+        key out of slots."""
+        out = dict(invariant(self.world, s.cur, counting=False))
+        post = _post(self.variant, self.pre, s.cur, s.counts)
         for name in REFERENCE.counters:
-            out[f"{name}_tracks_count"] = post.counter(name) - self.pre.counter(name) == ghost[name]
+            out[f"{name}_tracks_count"] = (
+                post.counter(name) - self.pre.counter(name) == s.ghost[name]
+            )
         out["nothing_changed_unless_carried_out"] = z3.Implies(
             z3.Not(self.goes),
-            z3.And(cur.same_as(self.pre), all_zero(counts), *[g == 0 for g in ghost.values()]),
+            z3.And(
+                s.cur.same_as(self.pre), all_zero(s.counts), *[g == 0 for g in s.ghost.values()]
+            ),
         )
+        out["no_key_ran_out_of_slots"] = z3.Not(s.exhausted)
         return out
 
-    def evict_inv(
-        self,
-        cur: MState,
-        victims: Fn,
-        counts: CallCounts,
-        ghost: dict[str, Term],
-        position: Term,
-    ) -> dict[str, Term]:
+    def evict_inv(self, s: FoldState) -> dict[str, Term]:
         """`EvictInv`, clause by clause."""
-        pre, w, wanted = self.pre, self.world, self.wanted
+        pre, w, wanted, position = self.pre, self.world, self.wanted, s.victim_at
+        victims = s.taken if s.taken is not None else w.no_keys()
+        counts = s.counts
         taken = z3.If(self.evicting, z3.If(position < wanted, position, wanted), 0)
         return {
-            **self.common(cur, counts, ghost),
+            **self.common(s),
             "keys_not_evicted_unchanged": w.all_keys(
-                lambda x: z3.Implies(z3.Not(victims(x)), same_key(cur, pre, x))
+                lambda x: z3.Implies(z3.Not(victims(x)), same_key(s.cur, pre, x))
             ),
             "victims_not_input_keys": w.all_keys(
                 lambda x: z3.Implies(victims(x), z3.Not(self.inputs(x)))
@@ -177,18 +205,19 @@ class _StoreLemma:
                 counts.pinned == 0,
                 counts.unpinned == 0,
             ),
-            "victims_slots_freed": z3.And(cur.hw == pre.hw, cur.sp == pre.sp + counts.victims),
+            "victims_slots_freed": z3.And(s.cur.hw == pre.hw, s.cur.sp == pre.sp + counts.victims),
+            "no_victim_refused": z3.Not(s.victim_refused),
         }
 
-    def store_inv(
-        self, cur: MState, done: Fn, counts: CallCounts, ghost: dict[str, Term], left: Term
-    ) -> dict[str, Term]:
+    def store_inv(self, s: FoldState, done: Fn, left: Term) -> dict[str, Term]:
         """`StoreInv`, clause by clause."""
-        pre, w = self.pre, self.world
+        pre, w, counts = self.pre, self.world, s.counts
         return {
-            **self.common(cur, counts, ghost),
+            **self.common(s),
             "input_keys_not_stored_unchanged": w.all_keys(
-                lambda x: z3.Implies(z3.And(self.inputs(x), z3.Not(done(x))), same_key(cur, pre, x))
+                lambda x: z3.Implies(
+                    z3.And(self.inputs(x), z3.Not(done(x))), same_key(s.cur, pre, x)
+                )
             ),
             "counts_so_far": z3.And(
                 counts.victims == z3.If(self.evicting, self.wanted, 0),
@@ -198,55 +227,56 @@ class _StoreLemma:
                 counts.unpinned == 0,
             ),
             "free_slots_cover_the_keys_left": z3.And(
-                left >= 0, z3.Implies(self.goes, left <= cur.free_slots())
+                left >= 0, z3.Implies(self.goes, left <= s.cur.free_slots())
             ),
+            "position_within_the_batch": s.acted_at >= 0,
         }
 
-    def _fold(self, cur: MState, seen: Fn, counts: CallCounts, ghost: dict[str, Term]) -> Fold:
-        return Fold(
-            self.world, self.machine, self.variant, OP, self.pre, cur, "fold", seen,
-            counts=counts, ghost=dict(ghost),
-        )  # fmt: skip
-
-    def _zero(self) -> tuple[CallCounts, dict[str, Term]]:
-        zero = CallCounts(*(z3.IntVal(0) for _ in fields(CallCounts)))
-        return zero, {name: z3.IntVal(0) for name in REFERENCE.counters}
+    def _fold(self, s: FoldState) -> Fold:
+        return Fold(self.world, self.machine, self.variant, OP, self.pre, "fold", s)
 
     # ---------------------------------------------------------------- meet
 
     def meet_init(self) -> Part:
-        zero = z3.IntVal(0)
-        claims = {"count_within_positions": z3.And(zero >= 0, zero <= zero)}
-        return claims, self.inv_pre, lambda _m: f"{OP}: the meet fold's start"
+        s, n = start(self.world, self.pre), z3.Int("n")
+        claims = {"count_within_positions": z3.And(s.count >= 0, s.count <= s.met, s.count <= n)}
+        return claims, [*self.inv_pre, n >= 0], lambda _m: f"{OP}: the meet fold's start"
 
     def meet_step(self) -> Part:
-        w, pre, machine = self.world, self.pre, self.machine
-        seen = w.key_set("seen")
-        count, position = z3.Int("met.count"), z3.Int("position")
-        before, accepted = z3.Bool("rejected_before"), z3.Bool("accepted")
-        key = w.key("key")
-        fold = Fold(w, machine, self.variant, OP, pre, pre, "fold", seen)
-        fold.rejected = before
-        fold.meet(key, z3.BoolVal(True), CpuEvent.STORE_BEGIN, position)
-        to_store = stores(machine, pre, key, z3.BoolVal(True))
-        after = count + z3.If(to_store, 1, 0)
+        w, pre = self.world, self.pre
+        s = FoldState(
+            cur=pre,
+            seen=w.key_set("seen"),
+            rejected=z3.Bool("rejected_before"),
+            duplicated=z3.Bool("duplicated_before"),
+            met=z3.Int("position"),
+            count=z3.Int("met.count"),
+        )
+        accepted, key, n = z3.Bool("accepted"), w.key("key"), z3.Int("n")
+        fold = self._fold(s)
+        fold.meet(key, n)
+        after = fold.state
         claims = {
-            "count_within_positions": z3.And(after >= 0, after <= position + 1),
-            "rejected_only_grows": z3.Implies(before, fold.rejected),
-            "accepted_keys_distinct": z3.Implies(accepted, z3.Not(seen(key))),
+            "count_within_positions": z3.And(
+                after.count >= 0, after.count <= after.met, after.count <= n
+            ),
+            "rejected_only_grows": z3.Implies(s.rejected, after.rejected),
+            "accepted_keys_distinct": z3.Implies(z3.And(accepted, s.met < n), z3.Not(s.seen(key))),
         }
         facts = [
-            count >= 0,
-            count <= position,
-            position >= 0,
+            s.count >= 0,
+            s.count <= s.met,
+            s.count <= n,
+            s.met >= 0,
+            n >= 0,
             w.key_facts(key),
-            z3.Implies(accepted, z3.Not(fold.rejected)),  # an accepted call: accepted so far
+            z3.Implies(accepted, z3.Not(after.rejected)),  # assumed: the call's fate
         ]
 
         def describe(model: Any) -> str:
-            met = z3.is_true(model.eval(seen(key), model_completion=True))
+            met = z3.is_true(model.eval(s.seen(key), model_completion=True))
             return (
-                f"{OP}, meeting the key at position {value(model, position)} "
+                f"{OP}, meeting the key at position {value(model, s.met)} "
                 f"({'met before' if met else 'new'}): {render_key(model, pre, key)}"
             )
 
@@ -255,8 +285,8 @@ class _StoreLemma:
     # ---------------------------------------------------------------- evict
 
     def evict_init(self) -> Part:
-        zero, none = self._zero()
-        claims = self.evict_inv(self.pre, self.world.no_keys(), zero, none, z3.IntVal(0))
+        s = replace(start(self.world, self.pre), seen=self.inputs)
+        claims = self.evict_inv(s)
         return claims, [*self.inv_pre, *self.met], lambda _m: f"{OP}: the eviction fold's start"
 
     def _numbers(self, model: Any) -> str:
@@ -267,51 +297,38 @@ class _StoreLemma:
         )
 
     def evict_step(self) -> Part:
-        w, pre, cur, machine = self.world, self.pre, self.cur, self.machine
-        victims = w.key_set("victims")
-        position = z3.Int("position")
+        w, pre, s, machine = self.world, self.pre, self.state, self.machine
         victim = w.key("victim")
-        use = evicts(self.need, self.wanted, self.supplied, position)
+        fold = self._fold(s)
+        use = fold.check_victim(victim, self.need, self.wanted, self.supplied)
         active = z3.And(self.goes, use)
-        fold = self._fold(cur, self.inputs, self.counts, self.ghost)
-        fold.act(victim, active, CpuEvent.EVICT)
-        after = fold.cur
-        contract = victim_contract(
-            self.variant, pre, victim, [z3.Not(victims(victim))], [z3.Not(self.inputs(victim))]
-        )
+        fold.take_victim(victim, active)
+        after = fold.state
         claims = {
-            **self.evict_inv(
-                after,
-                victims.set(victim, z3.BoolVal(True), use),
-                fold.counts,
-                fold.ghost,
-                position + 1,
-            ),
+            **self.evict_inv(after),
             "victims_accepted_by_the_table": z3.Not(
                 victim_refused_by_table(machine, pre, victim, use)
             ),
             "victims_are_ready": z3.Implies(active, pre.state(victim) == SS.consts[CpuState.READY]),
             "input_keys_not_evicted": z3.Implies(active, z3.Not(self.inputs(victim))),
             "only_the_acting_key_changes": w.all_keys(
-                lambda x: z3.Implies(x != victim, same_key(after, cur, x))
+                lambda x: z3.Implies(x != victim, same_key(after.cur, s.cur, x))
             ),
-            "slots_never_run_out": z3.Not(fold.exhausted),
         }
         facts = [
             *self.met,
-            *self.evict_inv(cur, victims, self.counts, self.ghost, position).values(),
+            *self.evict_inv(s).values(),
             w.key_facts(victim),
-            z3.Implies(use, contract),  # the policy's contract
-            *fold.facts,
+            *fold.facts,  # the policy's contract for a victim it supplies
         ]
 
         def describe(model: Any) -> str:
             taken = z3.is_true(model.eval(active, model_completion=True))
             return (
-                f"{OP}, the victim at position {value(model, position)} "
+                f"{OP}, the victim at position {value(model, s.victim_at)} "
                 f"({'taken' if taken else 'not taken'}; {self._numbers(model)}): before the "
-                f"call {render_key(model, pre, victim)}, so far {render_key(model, cur, victim)}"
-                f" -> {render_key(model, after, victim)}"
+                f"call {render_key(model, pre, victim)}, so far {render_key(model, s.cur, victim)}"
+                f" -> {render_key(model, after.cur, victim)}"
             )
 
         return claims, facts, describe
@@ -319,50 +336,42 @@ class _StoreLemma:
     # ---------------------------------------------------------------- store
 
     def store_init(self) -> Part:
-        victims = self.world.key_set("victims")
-        claims = self.store_inv(self.cur, self.world.no_keys(), self.counts, self.ghost, self.count)
-        facts = [
-            *self.inv_pre,
-            *self.met,
-            *self.evict_inv(self.cur, victims, self.counts, self.ghost, self.length).values(),
-        ]
+        s = replace(self.state, acted_at=z3.IntVal(0))
+        evicted = replace(self.state, victim_at=self.length)
+        claims = self.store_inv(s, self.world.no_keys(), self.count)
+        facts = [*self.inv_pre, *self.met, *self.evict_inv(evicted).values()]
 
         def describe(model: Any) -> str:
             return (
                 f"{OP}: the store fold's start ({self._numbers(model)}; free slots "
-                f"{value(model, self.cur.free_slots())} after "
-                f"{value(model, self.counts.victims)} victims)"
+                f"{value(model, s.cur.free_slots())} after "
+                f"{value(model, s.counts.victims)} victims)"
             )
 
         return claims, facts, describe
 
     def store_step(self) -> Part:
-        w, pre, cur, machine = self.world, self.pre, self.cur, self.machine
-        done = w.key_set("done")
-        left = z3.Int("left")
-        key = w.key("key")
-        to_store = stores(machine, pre, key, z3.BoolVal(True))
-        term = z3.If(to_store, 1, 0)
-        active = z3.And(self.goes, to_store)
-        fold = self._fold(cur, self.inputs, self.counts, self.ghost)
-        fold.act(key, active, CpuEvent.STORE_BEGIN)
-        after = fold.cur
+        w, pre, s, machine = self.world, self.pre, self.state, self.machine
+        done, left = w.key_set("done"), z3.Int("left")
+        key, n = w.key("key"), self.n
+        inside = s.acted_at < n
+        term = z3.If(stores(machine, pre, key, inside), 1, 0)
+        fold = self._fold(s)
+        active = fold.act_key(key, n, self.goes)
+        after = fold.state
         claims = {
-            **self.store_inv(
-                after, done.set(key, z3.BoolVal(True)), fold.counts, fold.ghost, left - term
-            ),
+            **self.store_inv(after, done.set(key, z3.BoolVal(True), inside), left - term),
             "only_the_acting_key_changes": w.all_keys(
-                lambda x: z3.Implies(x != key, same_key(after, cur, x))
+                lambda x: z3.Implies(x != key, same_key(after.cur, s.cur, x))
             ),
-            "slots_never_run_out": z3.Not(fold.exhausted),
         }
         facts = [
             *self.met,
-            *self.store_inv(cur, done, self.counts, self.ghost, left).values(),
+            *self.store_inv(s, done, left).values(),
             w.key_facts(key),
-            self.inputs(key),  # a batch key
-            z3.Implies(self.goes, z3.Not(done(key))),  # not acted on yet (meet: distinct)
-            left - term >= 0,  # `left` counts this key's term among the rest
+            z3.Implies(inside, self.inputs(key)),  # assumed: a batch key, met before
+            z3.Implies(z3.And(self.goes, inside), z3.Not(done(key))),  # assumed: not acted yet
+            left - term >= 0,  # assumed: `left` counts this key's term among the rest
             *fold.facts,
         ]
 
@@ -371,9 +380,9 @@ class _StoreLemma:
             return (
                 f"{OP}, one more key to store ({'stores' if acts else 'does not store'}; "
                 f"keys left {value(model, left)}, free slots "
-                f"{value(model, cur.free_slots())}; {self._numbers(model)}): before "
-                f"the call {render_key(model, pre, key)}, so far {render_key(model, cur, key)}"
-                f" -> {render_key(model, after, key)}"
+                f"{value(model, s.cur.free_slots())}; {self._numbers(model)}): before "
+                f"the call {render_key(model, pre, key)}, so far {render_key(model, s.cur, key)}"
+                f" -> {render_key(model, after.cur, key)}"
             )
 
         return claims, facts, describe
@@ -381,22 +390,18 @@ class _StoreLemma:
     # ---------------------------------------------------------------- exit
 
     def exit(self) -> Part:
-        pre, cur, counts, ghost = self.pre, self.cur, self.counts, self.ghost
-        post = self.post(cur, counts)
+        pre, s = self.pre, self.state
+        post = _post(self.variant, pre, s.cur, s.counts)
         claims = {
             **invariant(self.world, post, counting=False),
             "rejected_changes_nothing": z3.Implies(self.refused, post.same_as(pre)),
             **{
-                f"{n}_tracks_count": post.counter(n) - pre.counter(n) == ghost[n]
+                f"{n}_tracks_count": post.counter(n) - pre.counter(n) == s.ghost[n]
                 for n in REFERENCE.counters
             },
         }
         done, left = self.world.key_set("done"), z3.Int("left")
-        facts = [
-            *self.inv_pre,
-            *self.met,
-            *self.store_inv(cur, done, counts, ghost, left).values(),
-        ]
+        facts = [*self.inv_pre, *self.met, *self.store_inv(s, done, left).values()]
         return claims, facts, lambda _m: f"{OP}: the call ends"
 
 
@@ -413,3 +418,35 @@ def store_parts(machine: Machine, variant: Variant, world: World) -> dict[str, C
         "store step": lemma.store_step,
         "exit": lemma.exit,
     }
+
+
+def iterate_store(
+    world: World, machine: Machine, variant: Variant, pre: MState, c: Choice, prefix: str
+) -> tuple[MState, Term, list[Term], list[Actor]]:
+    """The lemma's walk of one `prepare_store` call: its keys met, its victims checked
+    and taken, its keys stored, each step on a fresh `Fold` from the state the last
+    one left (as the lemma's parts take it)."""
+    s = start(world, pre)
+    for i, k in enumerate(c.keys):
+        fold = Fold(world, machine, variant, OP, pre, f"{prefix}.meet{i}", s)
+        fold.meet(k, c.n)
+        s = fold.state
+    need, wanted = victims_needed(variant, pre, s.count)
+    goes = store_goes(s.rejected, s.count, need, c.supplied)
+    facts: list[Term] = []
+    actors: list[Actor] = []
+    for j, v in enumerate(c.victims):
+        fold = Fold(world, machine, variant, OP, pre, f"{prefix}.v{j}", s)
+        use = fold.check_victim(v, need, wanted, c.supplied)
+        fold.take_victim(v, z3.And(goes, use))
+        facts += fold.facts
+        actors += fold.actors
+        s = fold.state
+    for i, k in enumerate(c.keys):
+        fold = Fold(world, machine, variant, OP, pre, f"{prefix}.k{i}", s)
+        fold.act_key(k, c.n, goes)
+        facts += fold.facts
+        actors += fold.actors
+        s = fold.state
+    rejected = z3.Or(s.rejected, s.victim_refused)
+    return _post(variant, pre, s.cur, s.counts), rejected, facts, actors

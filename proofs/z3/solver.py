@@ -231,7 +231,7 @@ def refute_claims(
         return unknown(s, what)
     model = s.model()
     failed = [n for n, c in claims.items() if z3.is_false(model.eval(c, model_completion=True))]
-    return refuted(f"{describe(model)}; violated: {', '.join(failed)}")
+    return refuted(f"{describe(model)}; violated: {', '.join(failed)}", failed)
 
 
 def z3_sat(formulas: Sequence[Any], backstop_s: float, what: str = "formula") -> Outcome:

@@ -103,7 +103,7 @@ def test_hand_edit_need_ignoring_the_free_stack_is_refuted(
     """The relation edited in a copy of its source (`need` counts only fresh slots,
     as the issue's hand edit did): the code no longer refines it."""
     drifted = mutant_function(
-        "evictable.proofs.z3.manager_ops",
+        "evictable.proofs.z3.manager_steps",
         "victims_needed",
         Edit(
             "victims_needed",

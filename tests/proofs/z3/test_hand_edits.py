@@ -15,7 +15,7 @@ from evictable.model.lifecycle import CPU_MACHINE, CpuState
 from evictable.proofs.base.levels import Level
 from evictable.proofs.base.records import Status
 from evictable.proofs.obligations import z3_enabledness, z3_manager
-from evictable.proofs.z3 import enabledness, manager, manager_fold, manager_ops
+from evictable.proofs.z3 import enabledness, manager, manager_fold, manager_ops, manager_steps
 from evictable.proofs.z3.manager_state import Fn
 from tests.obligation_checks import BACKSTOP_S
 
@@ -34,7 +34,7 @@ def _obligation(name: str, level: Level = "default") -> Any:
 def test_a_duplicate_check_of_the_first_three_positions_breaks_the_fold_lemma(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(manager_ops, "_duplicates", _first_three_only)
+    monkeypatch.setattr(manager_steps, "_duplicates", _first_three_only)
     out = manager_fold.check_fold(CPU_MACHINE, "complete_load", BACKSTOP_S)
     assert out.status is Status.COUNTEREXAMPLE
     text = out.counterexample
@@ -47,7 +47,7 @@ def test_a_duplicate_check_of_the_first_three_positions_fails_complete_load_at_a
 ) -> None:
     # B = 3 at the default level: every bounded call of <= 3 keys is still fine, the
     # lemma over every batch length is not.
-    monkeypatch.setattr(manager_ops, "_duplicates", _first_three_only)
+    monkeypatch.setattr(manager_steps, "_duplicates", _first_three_only)
     ob = _obligation("manager.consecution.complete_load")
     assert manager.BATCH["default"] == 3
     out = ob.check(BACKSTOP_S)

@@ -16,7 +16,7 @@ from evictable.proofs.base.records import Kind, Status
 from evictable.proofs.controls import encodings
 from evictable.proofs.controls.tables import row_to_noop
 from evictable.proofs.obligations import z3_manager
-from evictable.proofs.z3 import manager, manager_fold, manager_ops
+from evictable.proofs.z3 import manager, manager_fold, manager_ops, manager_steps
 from evictable.proofs.z3.manager_fold import check_fold
 from evictable.proofs.z3.manager_fold_store import STORE_PARTS, store_parts
 from evictable.proofs.z3.manager_ops import Variant
@@ -179,7 +179,7 @@ def _first_three_only(seen: Any, key: Any, position: Any) -> Any:
 def test_a_duplicate_check_of_the_first_three_positions_breaks_the_meet_fold(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(manager_ops, "_duplicates", _first_three_only)
+    monkeypatch.setattr(manager_steps, "_duplicates", _first_three_only)
     out = check_fold(CPU_MACHINE, OP, BACKSTOP_S)
     assert out.status is Status.COUNTEREXAMPLE
     text = out.counterexample

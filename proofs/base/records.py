@@ -86,6 +86,7 @@ class Status(enum.Enum):
     ERROR = "error"  # the check could not be run
     REFUTED = "refuted"  # a negative control: the broken variant was caught
     NOT_REFUTED = "not refuted"  # a negative control that was not caught: vacuous
+    VACUOUS = "vacuous"  # the query's assumptions are unsatisfiable: it proves nothing
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,11 @@ runner and one report cover them.
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
 
 from evictable.proofs.base.levels import Level
-from evictable.proofs.base.records import Obligation
+from evictable.proofs.base.records import Kind, Obligation
+from evictable.proofs.z3.solver import evidenced
 
 __all__ = ["GROUPS", "collect", "load_group"]
 
@@ -45,9 +47,17 @@ GROUPS: tuple[str, ...] = (
 
 
 def load_group(mod_name: str, level: Level) -> list[Obligation]:
-    """The obligations of one group module at `level` (import errors propagate)."""
+    """The obligations of one group module at `level` (import errors propagate). The
+    check of every proof record (kind `unbounded` or `bounded`) is `evidenced`: it
+    may print `proved` only when a Z3 query decided it."""
     mod = importlib.import_module(mod_name)
-    return list(mod.obligations(level))
+    return [
+        replace(ob, check=evidenced(ob.check)) if ob.kind in _PROOFS else ob
+        for ob in mod.obligations(level)
+    ]
+
+
+_PROOFS = (Kind.UNBOUNDED, Kind.BOUNDED)
 
 
 def collect(level: Level, groups: tuple[str, ...] = GROUPS) -> list[Obligation]:

@@ -64,7 +64,7 @@ from evictable.proofs.z3.manager_state import (
     initial_facts,
     invariant,
 )
-from evictable.proofs.z3.solver import check, refute_claims, solver, z3_valid
+from evictable.proofs.z3.solver import Witness, check, refute_claims, solver, z3_valid
 
 __all__ = [
     "BATCH",
@@ -77,6 +77,7 @@ __all__ = [
     "counterexample_world",
     "decide",
     "failed_claims",
+    "finite_witness",
     "render_key",
     "render_step",
     "search_consecution",
@@ -107,10 +108,13 @@ Term = Any
 # ------------------------------------------------------------------ checks
 
 
-def failed_claims(claims: dict[str, Term], assumptions: list[Term], backstop_s: float) -> Outcome:
-    """All claims at once (quantified: the unbounded world); a failure is re-checked
+def failed_claims(
+    claims: dict[str, Term], assumptions: list[Term], backstop_s: float, witness: Witness
+) -> Outcome:
+    """All claims at once (quantified: the unbounded world; `witness`, the same query's
+    assumptions in a finite world, shows them satisfiable); a failure is re-checked
     claim by claim to name the ones that fail."""
-    whole = z3_valid(z3.And(*claims.values()), backstop_s, lambda _m: "", assumptions)
+    whole = z3_valid(z3.And(*claims.values()), backstop_s, lambda _m: "", assumptions, witness)
     if whole.status is not Status.COUNTEREXAMPLE:
         return whole
     failed = [
@@ -138,7 +142,9 @@ def _search(query: Query, backstop_s: float) -> Outcome | None:
     """A counterexample in a finite world (every claim quantifier-free there, so the
     failing ones are read off the model), None when there is none, or `unknown`."""
     claims, assumptions, describe = query
-    out = refute_claims(claims, assumptions, backstop_s, "the finite-world search", describe)
+    out = refute_claims(
+        claims, assumptions, backstop_s, "the finite-world search", describe, search=True
+    )
     return None if out.status is Status.PROVED else out
 
 
@@ -172,7 +178,13 @@ def decide(
     if lemma is not None:
         return lemma(backstop_s)
     claims, assumptions, _ = make(UNBOUNDED, batch)
-    return failed_claims(claims, assumptions, backstop_s)
+    return failed_claims(claims, assumptions, backstop_s, finite_witness(make, batch))
+
+
+def finite_witness(make: Make, batch: int) -> Witness:
+    """The assumptions of `make`'s query in a finite world (`counterexample_world`):
+    a model of them is a model of the unbounded query's (`solver.Witness`)."""
+    return lambda: make(counterexample_world(batch, batch + 1), batch)[1]
 
 
 SEARCH_BATCH = 1

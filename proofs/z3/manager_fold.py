@@ -78,7 +78,7 @@ from evictable.proofs.z3.manager_state import (
     resident,
 )
 from evictable.proofs.z3.manager_steps import Fold, FoldState, start
-from evictable.proofs.z3.solver import refute_claims
+from evictable.proofs.z3.solver import Witness, refute_claims
 
 __all__ = [
     "AGREEMENT_BATCH",
@@ -383,11 +383,12 @@ def _search(part: Part, what: str, backstop_s: float) -> Outcome | None:
         backstop_s,
         f"the fold lemma's {what} (finite world)",
         lambda model: f"fold lemma, {what}: {describe(model)}",
+        search=True,
     )
     return None if out.status is Status.PROVED else _named(out, f"fold lemma, {what}/")
 
 
-def _prove(part: Part, what: str, backstop_s: float) -> Outcome:
+def _prove(part: Part, what: str, backstop_s: float, witness: Witness) -> Outcome:
     claims, assumptions, _ = part
     out = refute_claims(
         claims,
@@ -395,8 +396,14 @@ def _prove(part: Part, what: str, backstop_s: float) -> Outcome:
         backstop_s,
         f"the fold lemma's {what}",
         lambda _model: f"fold lemma, {what}: a counterexample in the unbounded world only",
+        witness,
     )
     return _named(out, f"fold lemma, {what}/")
+
+
+def _assumptions_of(part: Part) -> Witness:
+    """The finite part's assumptions, as the unbounded part's vacuity witness."""
+    return lambda: part[1]
 
 
 def _parts(
@@ -418,10 +425,11 @@ def check_fold(machine: Machine, op: str, backstop_s: float, variant: Variant = 
     finite = _parts(machine, op, variant, SEARCH_WORLD)
     whole = _parts(machine, op, variant, UNBOUNDED)
     for what, part in finite.items():
-        found = _search(part(), what, backstop_s)
+        searched = part()
+        found = _search(searched, what, backstop_s)
         if found is not None:
             return found
-        out = _prove(whole[what](), what, backstop_s)
+        out = _prove(whole[what](), what, backstop_s, _assumptions_of(searched))
         if out.status is not Status.PROVED:
             return out
     agreed = agreement(machine, op, backstop_s, variant)

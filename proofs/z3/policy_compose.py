@@ -18,7 +18,7 @@ from typing import Any
 
 from evictable.model.lifecycle import Machine
 from evictable.proofs.base.records import Outcome, Status, proved
-from evictable.proofs.z3.manager import Query, decide, failed_claims
+from evictable.proofs.z3.manager import Query, decide, failed_claims, finite_witness
 from evictable.proofs.z3.manager_ops import MANAGER, choice, relation
 from evictable.proofs.z3.manager_render import render_step
 from evictable.proofs.z3.manager_state import UNBOUNDED, BoundedWorld, World, invariant
@@ -51,12 +51,14 @@ def lru_query(machine: Machine, op: str, batch: int, hooks: LruHooks, world: Wor
         *step.facts,
         *ps.facts,
     ]
-    probe = None
-    if not world.bounded:  # "every key" said of an arbitrary one, assumptions ground
-        probe = world.key("probe")
-        terms = [probe, *c.keys, *c.victims]
-        assumptions += [*ground(pre, p0, terms), *ps.instances(terms)]
-    out = {**lru_invariant(world, step.post, ps.post), **claims(world, step, c, ps, probe)}
+    # The ground instances the unbounded check needs (no instantiation search), stated
+    # in every world: consequences of the facts above, so a finite world's model of
+    # the assumptions (the unbounded query's vacuity witness) satisfies them too.
+    probe = world.key("probe")
+    terms = [probe, *c.keys, *c.victims]
+    assumptions += [world.key_facts(probe), *ground(pre, p0, terms), *ps.instances(terms)]
+    every_key = None if world.bounded else probe  # "every key" said of an arbitrary one
+    out = {**lru_invariant(world, step.post, ps.post), **claims(world, step, c, ps, every_key)}
     return out, assumptions, lambda m: render_step(m, world, step)
 
 
@@ -73,10 +75,14 @@ def check_lru(
     for a readable counterexample in a finite world first (`manager.decide`; a
     control does, to show one), else go to the unbounded world at once (where a
     counterexample names the failing claims)."""
+
+    def make(w: World, b: int) -> Query:
+        return lru_query(machine, op, b, hooks, w)
+
     if search:
-        return decide(lambda w, b: lru_query(machine, op, b, hooks, w), batch, backstop_s)
-    claims, assumptions, _ = lru_query(machine, op, batch, hooks, UNBOUNDED)
-    return failed_claims(claims, assumptions, backstop_s)
+        return decide(make, batch, backstop_s)
+    claims, assumptions, _ = make(UNBOUNDED, batch)
+    return failed_claims(claims, assumptions, backstop_s, finite_witness(make, batch))
 
 
 # ------------------------------------------------------------------ ARC

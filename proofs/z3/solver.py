@@ -30,14 +30,19 @@ from evictable.proofs.base.records import Outcome, Status, proved, refuted, rema
 
 __all__ = [
     "RLIMIT",
+    "VACUITY_RLIMIT",
+    "Witness",
     "Work",
     "check",
     "check_assumed",
+    "evidenced",
     "ground_solver",
     "lia_solver",
+    "nonvacuous",
     "refute_claims",
     "rlimit",
     "rlimit_scope",
+    "searching",
     "solver",
     "unknown",
     "work",
@@ -62,6 +67,9 @@ class Work:
     used: int = 0
     peak: int = 0
     limit: int = RLIMIT
+    proofs: int = 0
+    """The queries made to decide the claim (not to search for a readable
+    counterexample first: `searching`)."""
 
     def line(self) -> str:
         return (
@@ -71,6 +79,18 @@ class Work:
 
 
 _WORK: ContextVar[Work | None] = ContextVar("evictable_z3_work", default=None)
+_SEARCHING: ContextVar[bool] = ContextVar("evictable_z3_searching", default=False)
+
+
+@contextmanager
+def searching() -> Iterator[None]:
+    """Queries made inside the block look for a counterexample in a finite world
+    before the proof: they decide nothing (`Work.proofs` does not count them)."""
+    token = _SEARCHING.set(True)
+    try:
+        yield
+    finally:
+        _SEARCHING.reset(token)
 
 
 def rlimit() -> int:
@@ -159,6 +179,8 @@ def _recorded(s: Any, query: Callable[[], Any]) -> Any:
         w.queries += 1
         w.used += used
         w.peak = max(w.peak, used)
+        if not _SEARCHING.get():
+            w.proofs += 1
     return result
 
 
@@ -189,13 +211,53 @@ def unknown(s: Any, what: str = "z3") -> Outcome:
     return Outcome(Status.UNKNOWN, text)
 
 
+Witness = Callable[[], Sequence[Any]]
+"""A finite instance of a quantified query's assumptions: the same builder run in a
+finite world, so that a model of it is a model of the query's assumptions (its keys
+and slots some of the unboundedly many; a finite world only adds clauses)."""
+
+VACUITY_RLIMIT = 200_000_000
+"""The resource limit of one vacuity check (the assumptions alone, quantifier-free):
+a fifth of a query's, far above what any of them uses (a query stated in the wrong
+world comes back `unknown` here, a failure, rather than running long)."""
+
+
+def _satisfiable(assumptions: Sequence[Any], backstop_s: float, what: str) -> Outcome | None:
+    """None when `assumptions` have a model; else the outcome that says they do not
+    (`vacuous`) or that it is undecided (`unknown`)."""
+    s = solver(backstop_s)
+    s.set("rlimit", min(rlimit(), VACUITY_RLIMIT))
+    s.add(*assumptions)
+    r = check(s)
+    if r == z3.sat:
+        return None
+    if r == z3.unsat:
+        return Outcome(
+            Status.VACUOUS,
+            f"{what}: its assumptions are unsatisfiable, so it proves nothing (vacuous)",
+        )
+    return unknown(s, f"{what} (the vacuity check of its assumptions)")
+
+
+def nonvacuous(
+    assumptions: Sequence[Any], backstop_s: float, what: str, witness: Witness | None = None
+) -> Outcome | None:
+    """The vacuity check every proof makes (`z3_valid`, `refute_claims`): None when the
+    assumptions have a model -- checked on `witness()` for a quantified query, on the
+    assumptions themselves otherwise -- else `vacuous` (or `unknown`)."""
+    return _satisfiable(witness() if witness is not None else assumptions, backstop_s, what)
+
+
 def z3_valid(
     claim: Any,
     backstop_s: float,
     describe: Callable[[Any], str],
     assumptions: Sequence[Any] = (),
+    witness: Witness | None = None,
 ) -> Outcome:
-    """Prove `assumptions ⇒ claim` by refuting its negation.
+    """Prove `assumptions ⇒ claim` by refuting its negation; a proof whose assumptions
+    are unsatisfiable is `vacuous` (`nonvacuous`: pass `witness` for a quantified
+    query).
 
     `describe(model)` renders a counterexample model as readable text.
     """
@@ -204,7 +266,7 @@ def z3_valid(
     s.add(z3.Not(claim))
     r = check(s)
     if r == z3.unsat:
-        return proved()
+        return nonvacuous(assumptions, backstop_s, "the query", witness) or proved()
     if r == z3.sat:
         return refuted(describe(s.model()))
     return unknown(s)
@@ -216,17 +278,24 @@ def refute_claims(
     backstop_s: float,
     what: str,
     describe: Callable[[Any], str],
+    witness: Witness | None = None,
+    search: bool = False,
 ) -> Outcome:
     """Prove `assumptions ⇒` every claim at once; a counterexample is rendered by
     `describe(model)` and names the claims the model violates (read off the model:
     quantifier-free claims, a finite world). `what` names the query if it comes
-    back `unknown`."""
+    back `unknown`; a proof whose assumptions are unsatisfiable is `vacuous`
+    (`nonvacuous`: pass `witness` for a quantified query). `search`: the query only
+    looks for a counterexample before a proof (`searching`)."""
+    if search:
+        with searching():
+            return refute_claims(claims, assumptions, backstop_s, what, describe, witness)
     s = solver(backstop_s)
     s.add(*assumptions)
     s.add(z3.Not(z3.And(*claims.values())))
     r = check(s)
     if r == z3.unsat:
-        return proved()
+        return nonvacuous(assumptions, backstop_s, what, witness) or proved()
     if r == z3.unknown:
         return unknown(s, what)
     model = s.model()
@@ -244,3 +313,23 @@ def z3_sat(formulas: Sequence[Any], backstop_s: float, what: str = "formula") ->
     if r == z3.unsat:
         return refuted(f"{what} is unsatisfiable (vacuous)")
     return unknown(s)
+
+
+def evidenced(check: Callable[[float], Outcome]) -> Callable[[float], Outcome]:
+    """A Z3 record's check that may print `proved` only when a query decided it: a
+    check that says it holds without having made one (beyond the finite-world
+    searches) is an `error` -- a stubbed proof proves nothing. The figures of the
+    queries join the detail."""
+
+    def run(backstop_s: float) -> Outcome:
+        with work() as w:
+            out = check(backstop_s)
+        if out.status is Status.PROVED and w.proofs == 0:
+            return Outcome(
+                Status.ERROR,
+                "the check says the claim holds, but no Z3 query decided it "
+                f"({w.queries} search quer{'y' if w.queries == 1 else 'ies'} only)",
+            )
+        return out
+
+    return run

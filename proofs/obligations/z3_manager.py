@@ -35,6 +35,7 @@ from evictable.proofs.z3.manager import (
     unbounded_in_batch,
     witness_world,
 )
+from evictable.proofs.z3.manager_fold import LemmaCache
 from evictable.proofs.z3.manager_ops import (
     OPS,
     Variant,
@@ -76,12 +77,18 @@ def obligations(level: Level) -> list[Obligation]:
             else f"counterexamples sought first in {counterexample_world(sb, b + 1).name}"
         )
         variants = [controls[op], *more.get(op, [])]
+        cache: LemmaCache = {}  # the walk control's steps are the claim's: one lemma
         checks: list[tuple[str, Callable[[float], Outcome]]] = [
             (text, partial(check_consecution, ref, op, b, variant=variant))
             for variant, text in variants
         ]
         checks += [
-            (text, targeted(partial(check_consecution, ref, op, b, variant=variant), claims))
+            (
+                text,
+                targeted(
+                    partial(check_consecution, ref, op, b, variant=variant, cache=cache), claims
+                ),
+            )
             for variant, text, claims in own.get(op, [])
         ]
         unbounded = unbounded_in_batch(op)
@@ -96,7 +103,7 @@ def obligations(level: Level) -> list[Obligation]:
                     if op != "reset_cache" and unbounded
                     else ""
                 ),
-                partial(check_consecution, machine, op, b),
+                partial(check_consecution, machine, op, b, cache=cache),
                 checks[0][1] if len(checks) == 1 else partial(every_refuted, checks),
                 "; ".join(text for text, _ in checks)
                 + (" is refuted" if len(checks) == 1 else ": each refuted"),

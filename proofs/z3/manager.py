@@ -47,7 +47,7 @@ from evictable.proofs.base.records import (
     proved,
     refuted,
 )
-from evictable.proofs.z3.manager_fold import check_fold, folds
+from evictable.proofs.z3.manager_fold import LemmaCache, check_fold, folds
 from evictable.proofs.z3.manager_ops import (
     MANAGER,
     OPS,
@@ -248,16 +248,18 @@ def check_consecution(
     batch: int,
     backstop_s: float,
     variant: Variant = MANAGER,
+    cache: LemmaCache | None = None,
 ) -> Outcome:
     """`op` keeps the invariant and its own claims, from any state satisfying it: for
     every batch length where `unbounded_in_batch` says so, else for batches of up to
-    `batch` keys and searched at `batch + 1` (`decide`)."""
+    `batch` keys and searched at `batch + 1` (`decide`). `cache`: shared by a
+    record's claim and controls (`manager_fold.check_fold`)."""
 
     def make(w: World, b: int) -> Query:
         return consecution_query(machine, op, b, variant, w)
 
     if folds(op, variant):
-        lemma = partial(check_fold, machine, op, variant=variant)
+        lemma = partial(check_fold, machine, op, variant=variant, cache=cache)
         return decide(make, batch, backstop_s, lemma, SEARCH_BATCH)
     return decide(make, batch, backstop_s, search_batch=SEARCH_BATCH)
 

@@ -78,12 +78,13 @@ from evictable.proofs.z3.manager_state import (
     resident,
 )
 from evictable.proofs.z3.manager_steps import Fold, FoldState, start
-from evictable.proofs.z3.solver import Witness, refute_claims
+from evictable.proofs.z3.solver import Witness, ground_solver, refute_claims
 
 __all__ = [
     "AGREEMENT_BATCH",
     "ASSUMPTIONS",
     "FOLD_OPS",
+    "LemmaCache",
     "Walk",
     "agreement",
     "check_fold",
@@ -357,6 +358,7 @@ def agreement(machine: Machine, op: str, backstop_s: float, variant: Variant = M
         backstop_s,
         f"the agreement of relation with the fold lemma ({op})",
         lambda model: f"relation differs from the lemma's fold: {describe(model)}",
+        new_solver=ground_solver,  # two walks of definitions: solved away first
     )
     return _named(out, "agreement/")
 
@@ -416,12 +418,57 @@ def _parts(
     return {"init": lemma.init, "step": lemma.step, "exit": lemma.exit}
 
 
-def check_fold(machine: Machine, op: str, backstop_s: float, variant: Variant = MANAGER) -> Outcome:
+LemmaCache = dict[tuple[int, str, Variant], tuple[Machine, Outcome]]
+"""The lemma's verdicts by what it reads (the table by identity, kept alive with the
+verdict so that its id is not reused): a record's claim and its controls whose steps
+are the claim's (a walk control) share one lemma run when they share a cache."""
+
+
+def check_fold(
+    machine: Machine,
+    op: str,
+    backstop_s: float,
+    variant: Variant = MANAGER,
+    cache: LemmaCache | None = None,
+) -> Outcome:
     """`op`'s consecution for batches of any length: each part of the lemma is searched
-    for a counterexample in a finite world and proved in the unbounded one; then
-    `relation` is held to the lemma's walk (`agreement`)."""
+    for a counterexample in a finite world and proved in the unbounded one (once per
+    `cache`, for the steps a variant has); then `relation` is held to the lemma's walk
+    (`agreement`)."""
     if not folds(op, variant):
         raise ValueError(f"the fold lemma does not cover {op} with this relation")
+    lemma = _lemma(machine, op, steps_of(variant), backstop_s, {} if cache is None else cache)
+    if lemma.status is not Status.PROVED:
+        return lemma
+    agreed = agreement(machine, op, backstop_s, variant)
+    if agreed.status is not Status.PROVED:
+        return agreed
+    return proved(
+        f"{lemma.detail}; relation = the lemma's walk for calls of <= {AGREEMENT_BATCH} "
+        "keys (agreement)"
+    )
+
+
+def steps_of(variant: Variant) -> Variant:
+    """What the lemma reads of a variant: everything but how `relation` walks the
+    batch (`drops_from`), which only the agreement sees."""
+    return replace(variant, drops_from=None)
+
+
+def _lemma(
+    machine: Machine, op: str, variant: Variant, backstop_s: float, cache: LemmaCache
+) -> Outcome:
+    key = (id(machine), op, variant)
+    known = cache.get(key)
+    if known is not None and known[0] is machine:
+        return known[1]
+    out = _check_lemma(machine, op, variant, backstop_s)
+    if out.status in (Status.PROVED, Status.COUNTEREXAMPLE):  # decided: keep it
+        cache[key] = (machine, out)
+    return out
+
+
+def _check_lemma(machine: Machine, op: str, variant: Variant, backstop_s: float) -> Outcome:
     finite = _parts(machine, op, variant, SEARCH_WORLD)
     whole = _parts(machine, op, variant, UNBOUNDED)
     for what, part in finite.items():
@@ -432,10 +479,4 @@ def check_fold(machine: Machine, op: str, backstop_s: float, variant: Variant = 
         out = _prove(whole[what](), what, backstop_s, _assumptions_of(searched))
         if out.status is not Status.PROVED:
             return out
-    agreed = agreement(machine, op, backstop_s, variant)
-    if agreed.status is not Status.PROVED:
-        return agreed
-    return proved(
-        f"fold lemma: {', '.join(finite)} proved (any batch length); relation = the "
-        f"lemma's walk for calls of <= {AGREEMENT_BATCH} keys (agreement)"
-    )
+    return proved(f"fold lemma: {', '.join(finite)} proved (any batch length)")

@@ -280,22 +280,27 @@ def refute_claims(
     describe: Callable[[Any], str],
     witness: Witness | None = None,
     search: bool = False,
+    new_solver: Callable[[float], Any] | None = None,
 ) -> Outcome:
     """Prove `assumptions ⇒` every claim at once; a counterexample is rendered by
     `describe(model)` and names the claims the model violates (read off the model:
     quantifier-free claims, a finite world). `what` names the query if it comes
     back `unknown`; a proof whose assumptions are unsatisfiable is `vacuous`
     (`nonvacuous`: pass `witness` for a quantified query). `search`: the query only
-    looks for a counterexample before a proof (`searching`)."""
-    if search:
+    looks for a counterexample before a proof (`searching`). `new_solver` makes the
+    solver (default `solver`; `ground_solver` for a quantifier-free query whose
+    terms are mostly definitions)."""
+    if search and not _SEARCHING.get():
         with searching():
-            return refute_claims(claims, assumptions, backstop_s, what, describe, witness)
-    s = solver(backstop_s)
+            return refute_claims(
+                claims, assumptions, backstop_s, what, describe, witness, True, new_solver
+            )
+    s = (new_solver or solver)(backstop_s)
     s.add(*assumptions)
     s.add(z3.Not(z3.And(*claims.values())))
     r = check(s)
-    if r == z3.unsat:
-        return nonvacuous(assumptions, backstop_s, what, witness) or proved()
+    if r == z3.unsat:  # a search decides nothing: the proof after it checks vacuity
+        return (None if search else nonvacuous(assumptions, backstop_s, what, witness)) or proved()
     if r == z3.unknown:
         return unknown(s, what)
     model = s.model()

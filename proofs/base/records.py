@@ -161,6 +161,9 @@ class Obligation:
     """Obligations with the same non-empty `batch` run one after another in one
     process, so that they share what they cache (one exploration read by several
     records); the runner keeps them together."""
+    assumptions: tuple[str, ...] = field(default=(), kw_only=True)
+    """The facts the claim rests on and does not prove (each also in docs/proofs.md):
+    `evictable verify` prints them with the record."""
 
 
 _VERDICT: dict[Kind, str] = {
@@ -186,6 +189,8 @@ class Result:
     backstop_s: float = HANG_BACKSTOP_S
     control_of: str | None = None
     """For a negative control: the name of the obligation it controls."""
+    assumptions: tuple[str, ...] = ()
+    """The facts the claim rests on and does not prove (`Obligation.assumptions`)."""
 
     @property
     def ok(self) -> bool:
@@ -209,6 +214,7 @@ class Result:
             "seconds": round(self.seconds, 4),
             "backstop_s": self.backstop_s,
             "control_of": self.control_of,
+            "assumptions": list(self.assumptions),
             "statement": self.statement,
             "detail": self.detail,
             "counterexample": self.counterexample,
@@ -298,6 +304,7 @@ def run_claim(ob: Obligation, backstop_s: float = HANG_BACKSTOP_S) -> Result:
         ob.statement,
         outcome.detail,
         backstop_s,
+        assumptions=ob.assumptions,
     )
 
 

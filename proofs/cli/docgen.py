@@ -305,11 +305,15 @@ def obligations_table(level: Level = "default") -> str:
     from evictable.proofs.obligations.registry import collect
 
     obs = collect(level)
-    rows = ["| obligation | kind | bounds | negative control |", "|---|---|---|---|"]
+    rows = [
+        "| obligation | kind | bounds | negative control | assumed, not proved |",
+        "|---|---|---|---|---|",
+    ]
     for ob in obs:
         bounds = _cell(ob.bounds) if ob.bounds else "all sizes"
         control = _cell(ob.negative_statement) if ob.negative is not None else "—"
-        rows.append(f"| `{ob.name}` | {ob.kind.value} | {bounds} | {control} |")
+        assumed = "; ".join(_cell(a) for a in ob.assumptions) or "—"
+        rows.append(f"| `{ob.name}` | {ob.kind.value} | {bounds} | {control} | {assumed} |")
     kinds = Counter(ob.kind.value for ob in obs)
     total = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
     rows.append("")

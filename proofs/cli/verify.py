@@ -304,6 +304,13 @@ def _summary(results: Sequence[Result], wall_s: float, jobs: int) -> None:
         f"{wall_s:.1f}s with {max(jobs, 1)} worker(s) (check time by kind: {per_kind})",
         highlight=False,
     )
+    assumed = [r for r in results if r.assumptions]
+    if assumed:
+        console.print('\nassumed, not proved by the record (docs/proofs.md, "Assumptions"):')
+        for r in assumed:
+            console.print(f"  {r.name}:", markup=False, highlight=False)
+            for text in r.assumptions:
+                console.print(f"    - {text}", markup=False, highlight=False)
     for r in results:
         if not r.ok:
             console.print(f"\n[bold red]{r.name}[/] ({r.verdict})", highlight=False)

@@ -310,6 +310,16 @@ _POSITIONAL: dict[str, tuple[CpuEvent, CpuState, CpuState, Hook]] = {
 hook it gives that row instead (so the key's list bit goes wrong)."""
 
 
+def positional_hook(
+    machine: Machine, event: CpuEvent, source: CpuState, target: CpuState, hook: Hook
+) -> Variant:
+    """A relation whose row (`event`, `source` -> `target`) calls `hook` instead, from
+    the second key of a call on (the first key is right)."""
+    return Variant(
+        hook=overriding(machine, row_index(machine, event, source, target), hook), hook_from=1
+    )
+
+
 def fold_controls(machine: Machine) -> dict[str, list[tuple[Variant, str, tuple[str, ...]]]]:
     """Per operation the fold lemma covers, two broken relations that only the
     unbounded record's own parts can refute, each with the claims it must be refuted
@@ -319,11 +329,9 @@ def fold_controls(machine: Machine) -> dict[str, list[tuple[Variant, str, tuple[
     from the third on (the lemma's steps are sound: only the agreement sees it)."""
     out: dict[str, list[tuple[Variant, str, tuple[str, ...]]]] = {}
     for op, (event, source, target, hook) in _POSITIONAL.items():
-        row = row_index(machine, event, source, target)
-        positional = Variant(hook=overriding(machine, row, hook), hook_from=1)
         out[op] = [
             (
-                positional,
+                positional_hook(machine, event, source, target, hook),
                 f"a {event.value} {source.name}->{target.name} that calls "
                 f"{hook.name} from the second key of a call on",
                 ("fold lemma",),

@@ -18,7 +18,7 @@ from evictable.proofs.z3.arc import b1_hit_term
 from evictable.proofs.z3.policy_arc import ARC_HOOKS, ArcHooks, ArcState
 from evictable.proofs.z3.policy_lru import LRU_HOOKS, LruHooks, LruState
 
-__all__ = ["ARC_CONTROLS", "LRU_CONTROLS"]
+__all__ = ["ARC_CONTROLS", "BREAKS", "LRU_CONTROLS"]
 
 Term = Any
 
@@ -149,3 +149,35 @@ ARC_CONTROLS: dict[str, list[tuple[str, ArcHooks]]] = {
     "reset_cache": [("clear keeps the idle view", replace(ARC_HOOKS, clears_idle=False))],
 }
 """Per operation, the broken ARC hook relations its record's control must refute."""
+
+
+_LIST = ("lru_list_is_the_evictable_set",)
+_IDLE = ("arc_idle_is_the_evictable_set",)
+BREAKS: dict[str, tuple[str, ...]] = {
+    "evict leaves its victims in the list": _LIST,
+    "victims chosen most recent first (VictimsMostRecentFirst's order)": (
+        "victims_least_recent_first",
+        "victims_are_the_least_recent",
+    ),
+    "became_evictable lists nothing": _LIST,
+    "became_evictable joins at the least-recent end": ("joined",),
+    "aborted lists the failed key": _LIST,
+    "became_pinned leaves the key listed": _LIST,
+    "touch walks first to last (ForwardTouch)": ("touch_first_key_most_recent",),
+    "touch lists pinned and pending keys (TouchMovesPinned)": _LIST,
+    "clear keeps the list": _LIST,
+    "ghost lists never trimmed (GhostsNeverTrimmed)": ("arc_ghosts_bounded",),
+    "stored does not advance the resident clock": (
+        "arc_resident_stamps_below_clock",
+        "arc_resident_stamps_distinct",
+    ),
+    "became_evictable leaves the idle view": _IDLE,
+    "aborted leaves the key in T1": ("arc_t1_t2_partition_residents",),
+    "became_pinned leaves the key idle (PinnedStaysIdle)": _IDLE,
+    "a B2 hit grows the target (B2HitGrowsTarget)": ("arc_target_within_0_capacity",),
+    "a touch leaves the key's place in its list": ("arc_touched_first_most_recent",),
+    "clear keeps the idle view": _IDLE,
+}
+"""Per control (by its text): the claims it is built to break. Its record refutes it
+only on one of them (`records.targeted`): a control that fails on another clause says
+nothing of the claim it stands for."""

@@ -35,7 +35,7 @@ from evictable.proofs.z3.manager import (
     unbounded_in_batch,
     witness_world,
 )
-from evictable.proofs.z3.manager_fold import LemmaCache
+from evictable.proofs.z3.manager_fold import AGREEMENT_BATCH, ASSUMPTIONS, LemmaCache
 from evictable.proofs.z3.manager_ops import (
     OPS,
     Variant,
@@ -99,7 +99,9 @@ def obligations(level: Level) -> list[Obligation]:
                 "counters equal to the counts; a rejected call changes nothing; an "
                 "accepted call's keys are distinct"
                 + (
-                    " (any batch length: the fold lemma)"
+                    " (any batch length: the fold lemma over the relation's own steps; "
+                    "the relation's walk held to the lemma's for calls of <= "
+                    f"{AGREEMENT_BATCH} keys)"
                     if op != "reset_cache" and unbounded
                     else ""
                 ),
@@ -108,6 +110,7 @@ def obligations(level: Level) -> list[Obligation]:
                 "; ".join(text for text, _ in checks)
                 + (" is refuted" if len(checks) == 1 else ": each refuted"),
                 kind=Kind.UNBOUNDED if unbounded else Kind.BOUNDED,
+                assumptions=ASSUMPTIONS.get(op, ()) if op != "reset_cache" else (),
                 bounds=(
                     f"any number of keys and slots (no batch); {searched}"
                     if op == "reset_cache"

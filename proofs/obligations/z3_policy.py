@@ -10,8 +10,8 @@ from functools import partial
 
 from evictable.model import lifecycle
 from evictable.proofs.base.levels import Level
-from evictable.proofs.base.records import Kind, Obligation, every_refuted
-from evictable.proofs.controls.policy_relations import ARC_CONTROLS, LRU_CONTROLS
+from evictable.proofs.base.records import Kind, Obligation, every_refuted, targeted
+from evictable.proofs.controls.policy_relations import ARC_CONTROLS, BREAKS, LRU_CONTROLS
 from evictable.proofs.z3.manager import BATCH, counterexample_world
 from evictable.proofs.z3.manager_ops import OPS
 from evictable.proofs.z3.manager_state import REFERENCE, BoundedWorld
@@ -45,7 +45,7 @@ def obligations(level: Level) -> list[Obligation]:
     out = []
     for op in OPS:
         controls = [
-            (what, partial(check_lru, REFERENCE, op, b, hooks=hooks))
+            (what, targeted(partial(check_lru, REFERENCE, op, b, hooks=hooks), BREAKS[what]))
             for what, hooks in LRU_CONTROLS[op]
         ]
         claim = _CLAIMS.get(op)
@@ -72,7 +72,10 @@ def obligations(level: Level) -> list[Obligation]:
     world, ab = ARC_WORLD[level]
     for op in OPS:
         arc_controls = [
-            (what, partial(check_arc, REFERENCE, op, world, ab, hooks=hooks))
+            (
+                what,
+                targeted(partial(check_arc, REFERENCE, op, world, ab, hooks=hooks), BREAKS[what]),
+            )
             for what, hooks in ARC_CONTROLS[op]
         ]
         out.append(

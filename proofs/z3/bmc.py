@@ -30,6 +30,7 @@ from evictable.model import lifecycle
 from evictable.model.lifecycle import CpuEvent, Machine
 from evictable.proofs.base.records import (
     Outcome,
+    Status,
     check_deadline,
     proved,
     refuted,
@@ -180,4 +181,14 @@ def bmc(
             steps.append(step)
         layers.append(_Layer(op, c, steps, post))
         state = post
+    # Not vacuous: a sequence of `depth` calls keeping every claim exists (a relation
+    # that refuses every step would otherwise prove the search by making it empty).
+    r = check(solver)
+    if r == z3.unsat:
+        return Outcome(
+            Status.VACUOUS,
+            f"no sequence of {bounds.depth} calls exists: the relation admits none (vacuous)",
+        )
+    if r == z3.unknown:
+        return unknown(solver, f"bmc's vacuity check at depth {bounds.depth}")
     return proved(f"depth {bounds.depth} reached (cumulative: {', '.join(times)})")

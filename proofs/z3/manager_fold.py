@@ -418,10 +418,10 @@ def _parts(
     return {"init": lemma.init, "step": lemma.step, "exit": lemma.exit}
 
 
-LemmaCache = dict[tuple[int, str, Variant], tuple[Machine, Outcome]]
-"""The lemma's verdicts by what it reads (the table by identity, kept alive with the
-verdict so that its id is not reused): a record's claim and its controls whose steps
-are the claim's (a walk control) share one lemma run when they share a cache."""
+LemmaCache = dict[tuple[str, Variant], list[tuple[Machine, Outcome]]]
+"""The lemma's verdicts by what it reads (the operation, the variant's steps, and the
+table, compared by value): a record's claim and its controls whose steps are the
+claim's (a walk control) share one lemma run when they share a cache."""
 
 
 def check_fold(
@@ -458,13 +458,13 @@ def steps_of(variant: Variant) -> Variant:
 def _lemma(
     machine: Machine, op: str, variant: Variant, backstop_s: float, cache: LemmaCache
 ) -> Outcome:
-    key = (id(machine), op, variant)
-    known = cache.get(key)
-    if known is not None and known[0] is machine:
-        return known[1]
+    known = cache.setdefault((op, variant), [])
+    for table, out in known:
+        if table == machine:
+            return out
     out = _check_lemma(machine, op, variant, backstop_s)
     if out.status in (Status.PROVED, Status.COUNTEREXAMPLE):  # decided: keep it
-        cache[key] = (machine, out)
+        known.append((machine, out))
     return out
 
 

@@ -28,6 +28,8 @@ CLASSES: dict[str, str] = {
     "arc": "ARC depth: both ghost lists filled early, long runs (heap compaction)",
     "orders": "ARC's idle index with five blocks going idle out of order, a protected key "
     "or a refused eviction (the ARC orders family)",
+    "targets": "ARC with a fractional target: ghost hits of both kinds on ghost lists of "
+    "two and three keys (the ARC targets family, three slots)",
     "machine": "what only the lazy lock-step machine's inputs reach: a query, malformed "
     "batches, bad constructor arguments",
     "errors": "an error of the right type whose attributes are wrong",

@@ -20,7 +20,11 @@ from evictable.impl.slots import SlotAllocator
 from evictable.model.lifecycle import CpuEvent, CpuState, Hook, Machine
 from evictable.model.types import Key
 from evictable.proofs.controls.mutant import Edit, lines, mutant
-from evictable.proofs.controls.policies import EvictionIgnoresProtected, TouchPromotesPending
+from evictable.proofs.controls.policies import (
+    EvictionIgnoresProtected,
+    LruSkipsToNewest,
+    TouchPromotesPending,
+)
 from evictable.proofs.controls.tables import overriding
 from evictable.proofs.z3.counter_rules import CallCounts, CounterRule, counters_after
 from evictable.proofs.z3.lifecycle import row_index
@@ -38,6 +42,7 @@ __all__ = [
     "LruEvictsMostRecent",
     "LruLinksAtLeastRecentEnd",
     "LruRemoveSwapsLast",
+    "LruSkipsToNewest",
     "LruTouchInPlace",
     "SlotsBulkReuseOldestFirst",
     "SlotsFifoReuse",
@@ -127,6 +132,7 @@ class LruTouchInPlace(LRUCachePolicy):
 LRU_EVICTION_BUGS: dict[str, type[LRUCachePolicy]] = {
     "ignores protection": EvictionIgnoresProtected,
     "walks from the most-recent end": LruEvictsMostRecent,
+    "skips a protected oldest key to the most-recent end (three idle keys)": LruSkipsToNewest,
 }
 LRU_ORDER_BUGS: dict[str, type[LRUCachePolicy]] = {
     "links at the least-recent end": LruLinksAtLeastRecentEnd,

@@ -118,6 +118,25 @@ def _move_to_recent_end(ring: BlockStatus, block: BlockStatus) -> None:
     link_last(ring, (block,))
 
 
+class LruSkipsToNewest(LRUCachePolicy):
+    """`evict` takes the least-recent unprotected key, except that when the least-recent
+    key is protected it takes the *most* recent unprotected ones instead (a walk that
+    restarts from the wrong end): the same victims whenever at most two keys are
+    idle, the wrong one with three idle keys and the oldest protected."""
+
+    def evict(self, n: int, protected: Set[Key]) -> list[tuple[Key, BlockStatus]] | None:  # type: ignore[override]
+        order = list(self.listed())
+        if order and order[0].key in protected:  # BUG: restarts from the most-recent end
+            order.reverse()
+        chosen = [b for b in order if b.key not in protected][:n]
+        if len(chosen) < n:
+            return None
+        unlink(chosen)
+        for b in chosen:
+            del self.blocks[b.key]
+        return [(b.key, b) for b in chosen]
+
+
 POLICY_BUGS: tuple[SeededBug, ...] = (
     SeededBug(
         "touch_moves_pinned",
@@ -145,6 +164,7 @@ POLICY_BUGS: tuple[SeededBug, ...] = (
             ("touch_without_unlink", TouchWithoutUnlink, "observation"),
             ("eviction_wraps_around", EvictionWrapsAround, "observation"),
             ("victims_most_recent_first", VictimsMostRecentFirst, "bounds"),
+            ("victims_skip_to_newest", LruSkipsToNewest, "bounds"),
             ("copy_loses_recency", CopyLosesRecency, "alphabet"),
         )
     ),
@@ -351,6 +371,27 @@ FailedEvictLosesHeapEntries = mutant(
 )
 
 
+ArcRoundsTarget = mutant(
+    ARC,
+    "ARCCachePolicy",
+    Edit(
+        "ARCCachePolicy.evict",
+        "chosen = select(one, self._idle2, self.t1_size, int(self.target_t1_size), n, protected)",
+        "chosen = select(one, self._idle2, self.t1_size, round(self.target_t1_size), n, protected)",
+    ),
+    Edit(
+        "ARCCachePolicy.evict",
+        "if not one.heap and self.t1_size - int(self.target_t1_size) >= n - 1:",
+        "if not one.heap and self.t1_size - round(self.target_t1_size) >= n - 1:",
+    ),
+    name="ArcRoundsTarget",
+    doc="""Eviction compares `|T1|` with the target rounded instead of truncated
+    (`round(target)` for `int(target)`): the same victims while the target is an
+    integer, which it always is with two slots; at a target of 1.5 and one key in T1
+    it takes T2's oldest instead of T1's.""",
+)
+
+
 def _first_idle(
     policy: ARCCachePolicy, keys: Iterable[Key], protected: Set[Key], taken: Set[Key]
 ) -> Key:
@@ -415,5 +456,19 @@ ARC_BUGS: tuple[SeededBug, ...] = (
             ("dropped_t2_walk_finish", DroppedT2WalkFinish),
             ("failed_evict_loses_heap_entries", FailedEvictLosesHeapEntries),
         )
+    )
+    + (
+        SeededBug(
+            "arc_rounds_target",
+            ArcRoundsTarget.__doc__ or "",
+            with_policy("arc", "seeded-arc-arc_rounds_target", ArcRoundsTarget),
+            policy="arc",
+            klass="targets",
+            long_history=(
+                "a fractional target needs ghost lists of two and three keys (three slots) "
+                "and a ghost hit: about two dozen calls over three slots "
+                "(lockstep.arc_targets)"
+            ),
+        ),
     )
 )

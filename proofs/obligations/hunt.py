@@ -218,10 +218,24 @@ def _arc_orders(bug: SeededBug, seed: int) -> Verdict:
     return _timed("arc orders", run_it)
 
 
+def _arc_targets(bug: SeededBug, seed: int) -> Verdict:
+    from evictable.proofs.lockstep.arc_targets import Shape, run
+
+    def run_it() -> tuple[bool, int | None, str]:
+        out = run(Shape(), bug.factory)
+        if out.failure is None:
+            return False, None, ""
+        return True, out.failure.calls, out.failure.reason.splitlines()[0]
+
+    return _timed("arc targets", run_it)
+
+
 def engines_for(bug: SeededBug) -> list[Engine]:
     """The engines that hunt `bug`, in the order they run."""
     if bug.klass == "orders":
         return [_arc_orders, _explore_manager, _conformance, _long_run]
+    if bug.klass == "targets":
+        return [_arc_targets, _explore_manager, _conformance, _long_run]
     if bug.target == "manager":
         if bug.long_history:  # no short trace exists: the engine that runs long first
             return [_long_run, _explore_manager, _conformance]

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +49,7 @@ __all__ = [
     "Outcome",
     "Result",
     "Status",
+    "aimed",
     "check_deadline",
     "deadline",
     "every_refuted",
@@ -61,6 +62,7 @@ __all__ = [
     "run_control",
     "run_one",
     "targeted",
+    "targets",
 ]
 
 HANG_BACKSTOP_S = 900.0
@@ -110,16 +112,41 @@ def refuted(text: str, violated: Sequence[str] = ()) -> Outcome:
     return Outcome(Status.COUNTEREXAMPLE, text, violated=tuple(violated))
 
 
+_TARGETS: ContextVar[tuple[str, ...]] = ContextVar("evictable_control_targets", default=())
+
+
+def targets() -> tuple[str, ...]:
+    """The claims the running negative control is built to break (`targeted`): a
+    query that names some of them asks for a counterexample to those only."""
+    return _TARGETS.get()
+
+
+def aimed(claims: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`claims` narrowed to the running control's targets (`targets`), when it names
+    any of them; all of them otherwise."""
+    wanted = _TARGETS.get()
+    if not wanted:
+        return claims
+    narrowed = {n: c for n, c in claims.items() if any(n == t or n.startswith(t) for t in wanted)}
+    return narrowed or claims
+
+
 def targeted(
     check: Callable[[float], Outcome], claims: Sequence[str]
 ) -> Callable[[float], Outcome]:
     """A negative control that counts only when it breaks the claim it was built to
     break: the counterexample must violate one of `claims` (a name, or the prefix of
-    one, e.g. a lemma's part: "fold lemma, step/"). A counterexample on other claims
-    is reported as not caught (the record's own claim did not refute it)."""
+    one, e.g. a lemma's part: "fold lemma, step/"). While it runs, a query that names
+    some of `claims` asks for a counterexample to those only (`aimed`), so which claim
+    a model happens to violate first does not decide it; a counterexample on other
+    claims is reported as not caught (the record's own claim did not refute it)."""
 
     def run(backstop_s: float) -> Outcome:
-        out = check(backstop_s)
+        token = _TARGETS.set(tuple(claims))
+        try:
+            out = check(backstop_s)
+        finally:
+            _TARGETS.reset(token)
         if out.status is not Status.COUNTEREXAMPLE:
             return out
         if any(v == c or v.startswith(c) for v in out.violated for c in claims):

@@ -26,7 +26,7 @@ from typing import Any
 import z3
 from z3 import z3core
 
-from evictable.proofs.base.records import Outcome, Status, proved, refuted, remaining
+from evictable.proofs.base.records import Outcome, Status, aimed, proved, refuted, remaining
 
 __all__ = [
     "RLIMIT",
@@ -295,6 +295,7 @@ def refute_claims(
             return refute_claims(
                 claims, assumptions, backstop_s, what, describe, witness, True, new_solver
             )
+    claims = aimed(claims)  # a control's targets only, when it names some
     s = (new_solver or solver)(backstop_s)
     s.add(*assumptions)
     s.add(z3.Not(z3.And(*claims.values())))

@@ -9,14 +9,25 @@ import sys
 import time
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
+import z3
 
 import evictable.impl
 from evictable import __version__
-from evictable.proofs.base.records import Kind, Obligation, Outcome, check_deadline, proved, refuted
+from evictable.proofs.base.records import (
+    Kind,
+    Obligation,
+    Outcome,
+    Status,
+    check_deadline,
+    proved,
+    refuted,
+)
 from evictable.proofs.cli import main as cli
 from evictable.proofs.obligations import registry
+from evictable.proofs.z3.solver import z3_valid
 
 
 def _fake_group(monkeypatch: pytest.MonkeyPatch, name: str, obs: list[Obligation]) -> None:
@@ -32,10 +43,20 @@ def _ob(
     return Obligation(name, "s", check, negative, kind=kind, bounds=bounds)  # type: ignore[arg-type]
 
 
+def _z3(detail: str = "") -> Any:
+    """A check that a Z3 query decides (a proof record may print `proved` only then)."""
+
+    def check(t: float) -> Any:
+        out = z3_valid(z3.BoolVal(True), t, lambda _m: "")
+        return proved(detail) if out.status is Status.PROVED else out
+
+    return check
+
+
 def test_verify_exits_zero_and_writes_the_records(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _fake_group(monkeypatch, "fake_ok", [_ob("a.one", lambda t: proved())])
+    _fake_group(monkeypatch, "fake_ok", [_ob("a.one", _z3())])
     out = tmp_path / "r.json"
     assert cli.main(["verify", "--quick", "--json", str(out)]) == 0
     data = json.loads(out.read_text())
@@ -52,8 +73,8 @@ def test_only_proofs_are_printed_as_proved(
         monkeypatch,
         "fake_kinds",
         [
-            _ob("k.unbounded", lambda t: proved(), Kind.UNBOUNDED),
-            _ob("k.bounded", lambda t: proved(), Kind.BOUNDED, bounds="N=8"),
+            _ob("k.unbounded", _z3(), Kind.UNBOUNDED),
+            _ob("k.bounded", _z3(), Kind.BOUNDED, bounds="N=8"),
             _ob("k.explored", lambda t: proved("9 states"), Kind.EXPLORED, bounds="2 slots"),
             _ob("k.tested", lambda t: proved("5 examples"), Kind.TESTED, bounds="5 x 5, seed 0"),
         ],
@@ -79,8 +100,8 @@ def test_a_caught_control_is_refuted_and_a_missed_one_fails(
         monkeypatch,
         "fake_controls",
         [
-            _ob("c.caught", lambda t: proved(), negative=lambda t: refuted("the bug")),
-            _ob("c.missed", lambda t: proved(), negative=lambda t: proved()),
+            _ob("c.caught", _z3(), negative=lambda t: refuted("the bug")),
+            _ob("c.missed", _z3(), negative=lambda t: proved()),
         ],
     )
     out = tmp_path / "r.json"
@@ -97,7 +118,7 @@ def test_a_caught_control_is_refuted_and_a_missed_one_fails(
 def test_the_counts_agree_with_the_records(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    obs = [_ob(f"n.{i}", lambda t: proved(), negative=lambda t: refuted("x")) for i in range(3)]
+    obs = [_ob(f"n.{i}", _z3(), negative=lambda t: refuted("x")) for i in range(3)]
     _fake_group(monkeypatch, "fake_counts", obs)
     out = tmp_path / "r.json"
     assert cli.main(["verify", "--json", str(out)]) == 0
@@ -113,7 +134,7 @@ def test_verbose_prints_one_line_per_record(
     _fake_group(
         monkeypatch,
         "fake_verbose",
-        [_ob("v.one", lambda t: proved(), negative=lambda t: refuted("x"))],
+        [_ob("v.one", _z3(), negative=lambda t: refuted("x"))],
     )
     assert cli.main(["verify", "--verbose"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -142,7 +163,7 @@ def test_verify_fails_and_prints_the_counterexample(
         monkeypatch,
         "fake_bad",
         [
-            _ob("a.good", lambda t: proved()),
+            _ob("a.good", _z3()),
             _ob("a.bad", lambda t: refuted("transition load_end LOADING->READY")),
         ],
     )
@@ -162,7 +183,7 @@ def test_verify_only_filters_by_prefix(
         monkeypatch,
         "fake_mixed",
         [
-            _ob("keep.me", lambda t: proved()),
+            _ob("keep.me", _z3()),
             _ob("drop.me", lambda t: refuted("x")),
         ],
     )
@@ -177,8 +198,8 @@ def test_verify_only_takes_several_prefixes(
         monkeypatch,
         "fake_several",
         [
-            _ob("one.me", lambda t: proved()),
-            _ob("two.me", lambda t: proved()),
+            _ob("one.me", _z3()),
+            _ob("two.me", _z3()),
             _ob("drop.me", lambda t: refuted("x")),
         ],
     )

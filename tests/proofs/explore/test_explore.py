@@ -357,6 +357,10 @@ LEFT_TO_THE_OTHER_ENGINES: dict[str, str] = {
     "five blocks in all (lockstep.arc_orders catches it)",
     "failed_evict_loses_heap_entries": "needs a heap (records going idle out of order) "
     "and an eviction refused for protected keys: more blocks than the check bounds",
+    "victims_skip_to_newest": "needs three idle keys to choose among: the check bounds "
+    "have two slots (bound.eviction.lru and explore.lru at default catch it)",
+    "arc_rounds_target": "needs a fractional ARC target: three slots and a ghost hit at "
+    "3/2 (arc.targets catches it)",
 }
 """The seeded CPU bugs the explorer is not expected to catch at the `check` bounds, and
 why (the conformance engine and the long run catch them: tests/proofs/controls)."""

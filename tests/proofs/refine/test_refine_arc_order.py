@@ -72,6 +72,9 @@ def test_an_arc_relation_choosing_the_most_recent_is_left_by_the_model() -> None
 def test_the_refine_records_say_whether_they_bind_arc(level: Level) -> None:
     records = {ob.name: ob for ob in refine_manager.obligations(level)}
     for name in ("refine.manager.arc", "refine.conformance.arc"):
+        if name not in records:
+            assert ("arc", level) in refine_manager.WALKED_ELSEWHERE
+            continue
         says = records[name].statement
         if BINDS_ARC[level]:
             assert "ARC's four lists in order" in says, says

@@ -56,7 +56,7 @@ def test_prepare_store_is_unbounded_in_the_batch() -> None:
         ob = _record(level)
         assert ob.kind is Kind.UNBOUNDED
         assert ob.bounds.startswith("any number of keys, slots and batch length")
-        assert "(any batch length: the fold lemma)" in ob.statement
+        assert "(any batch length: the fold lemma over the relation's own steps" in ob.statement
         assert "B = " not in ob.bounds
 
 

@@ -151,8 +151,9 @@ def inv_pending_owners_live(snap: TieringSnapshot) -> Verdict:
     owns its chunk."""
     chunks = {c.key: c for c in snap.primary.chunks}
     claims = live_pending_owners(snap)
-    for c in chunks.values():
-        if c.state is CpuState.PENDING and Counter(c.owners) - Counter(claims.get(c.key, [])):
+    for chunk in chunks.values():
+        unclaimed = Counter(chunk.owners) - Counter(claims.get(chunk.key, []))
+        if chunk.state is CpuState.PENDING and unclaimed:
             return False
     for key, owners in claims.items():
         c = chunks.get(key)
@@ -173,8 +174,9 @@ def inv_no_stale_write(snap: TieringSnapshot) -> Verdict:
             continue
         for key, slot in zip(j.keys, j.slots, strict=False):
             c = chunks.get(key)
-            owned = c is not None and c.state is CpuState.PENDING
-            if not owned or c is None or c.slot != slot or SubmittedPromotion(j.job) not in c.owners:
+            if c is None or c.state is not CpuState.PENDING or c.slot != slot:
+                return False
+            if SubmittedPromotion(j.job) not in c.owners:
                 return False
     if snap.log is None:
         return None

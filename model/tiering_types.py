@@ -194,8 +194,12 @@ class JobKind(enum.Enum):
 
 
 class JobPhase(enum.Enum):
-    """A job's phase; a processed job is gone (staged promotions are not jobs yet)."""
+    """A job's phase; a processed job is gone. Snapshots list REGISTERED, SUBMITTED and
+    FINISHED_UNSEEN jobs; the lifecycle table (`model.tiering_tables.JOB_TABLE`) also
+    has NONE (no job, or processed) and STAGED (a promotion staged, not a job yet)."""
 
+    NONE = "none"
+    STAGED = "staged"
     REGISTERED = "registered"  # pins taken / chunks owned, submit not returned
     SUBMITTED = "submitted"  # the tier has it
     FINISHED_UNSEEN = "finished_unseen"  # the tier reported it; the orchestrator has not polled
@@ -239,6 +243,7 @@ class JobOutcome:
 
 
 class RequestPhase(enum.Enum):
+    NONE = "none"  # not known to the orchestrator (the table's initial state)
     ACTIVE = "active"
     FINISHED = "finished"  # finish() seen; waiting for its GPU stores and parked cascades
     FINALISED = "finalised"  # every tier told (on_request_finished), exactly once
@@ -254,8 +259,9 @@ class ProbePhase(enum.Enum):
 
 
 class PeerPhase(enum.Enum):
-    """A peer's lookup at a serving tier."""
+    """A peer's lookup at a serving tier (NONE: none, or answered and closed)."""
 
+    NONE = "none"
     QUEUED = "queued"  # received, not served yet (served at the tier's next serve point)
     PARKED = "parked"  # served once; some keys were pending, looked up again at each serve
 
@@ -320,11 +326,13 @@ class JobEntry:
 
 @dataclass(frozen=True)
 class StagedEntry:
-    """The promotions a lookup of `req` staged from `tier`, not submitted yet."""
+    """The promotions lookups of `req` staged from `tier`, not submitted yet: the keys
+    and the primary slots allocated for them, in staging order."""
 
     tier: TierId
     req: ReqId
     keys: tuple[Key, ...]
+    slots: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -440,6 +448,10 @@ class TieringSnapshot:
     tiers whose next submit raises (a fault the engine armed); `next_job`: the next job
     id; `closed`: shut down; `log`: the record of the last operation (its lookup holds,
     evictions, pins and completions, in order). A part that cannot be observed is None.
+
+    Orders: `jobs` by id; `staged` in submission order (tiers in the order of their
+    first staged promotion, then requests in the order of their first staged key, as
+    vLLM iterates them); `requests` by id; `peers` in arrival order.
     """
 
     config: TieringConfig

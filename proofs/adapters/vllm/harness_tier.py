@@ -168,6 +168,12 @@ class HarnessTier(SecondaryTierManager):  # type: ignore[misc]
         if job.is_promotion:
             ok = outcome.kind is OutcomeKind.OK
             keys = tuple(outcome.ok_keys) if outcome.kind is OutcomeKind.PARTIAL else None
+            for key in job.keys:  # a key it failed to read is gone (vLLM fs: mark_miss)
+                if not outcome.succeeded(key):
+                    self.present.discard(key)
+                    probe = self.probes.get(key)
+                    if probe is not None and probe.phase == "resolved":
+                        probe.found = False
             self.results.append(JobResult(job_id=int(job_id), success=ok, successful_keys=keys))
         else:
             if outcome.kind is OutcomeKind.OK and not self._is_peer_store(job):

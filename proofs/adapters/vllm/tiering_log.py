@@ -8,7 +8,10 @@ requests a serving tier opened, how often each tier was told a request ended).
 `_complete_promotion`), on its primary tier (`prepare_store` and its alias
 `prepare_write`, `_prepare_load` -- behind both `prepare_load` and `prepare_read` --,
 `complete_store` and its alias `complete_write`) and on each tier
-(`on_request_finished`, `serve_external_requests`). Every wrapper calls vLLM's own
+(`on_request_finished`, `serve_external_requests`). A lookup hold is a scan, or one
+peer lookup inside a serve: within a serve, a lookup for another request than the
+open hold's closes that hold and opens the next (vLLM's p2p server role resolves one
+LookupMsg, pins its hits, then takes the next). Every wrapper calls vLLM's own
 method with the same arguments and returns what it returns (or lets its exception
 through); it only notes what happened. vLLM reaches these through attribute lookups
 (`self.manager.lookup`, `self._m.lookup` in its `ParentManager`,
@@ -35,6 +38,7 @@ from evictable.model.tiering_types import (
     ReqId,
     SubmittedPromotion,
     TierAnswer,
+    owner_order,
 )
 
 __all__ = ["Recorder"]
@@ -53,6 +57,9 @@ class Recorder:
         """(request, tier) -> how many times the tier's `on_request_finished` ran."""
         self.finish_calls: Counter[str] = Counter()
         self.completing: PendingOwner | None = None
+        self.hold: str | None = None
+        """The request whose lookup hold is open (a scan, or a peer lookup in a serve)."""
+        self.serving = False
         self._install()
 
     # ----------------------------------------------------------------- the log
@@ -63,10 +70,12 @@ class Recorder:
     def end(self) -> None:
         self.last = tuple(self.log)
 
-    def open(self, who: str | None) -> None:
-        self.log.append(Micro(MicroKind.OPEN, who=ReqId(who) if who is not None else None))
+    def open(self, who: str) -> None:
+        self.hold = who
+        self.log.append(Micro(MicroKind.OPEN, who=ReqId(who)))
 
     def close(self) -> None:
+        self.hold = None
         self.log.append(Micro(MicroKind.CLOSE))
 
     # ------------------------------------------------------------- the wrappers
@@ -90,6 +99,10 @@ class Recorder:
                 _wrap(tier, "serve_external_requests", self._serve)
 
     def _lookup(self, original: Callable[..., Any], key: Hashable, ctx: Any, **kw: Any) -> Any:
+        if self.serving and self.hold != ctx.req_id:  # a serve's next peer lookup
+            if self.hold is not None:
+                self.close()
+            self.open(ctx.req_id)
         got = original(key, ctx, **kw)
         self.log.append(
             Micro(MicroKind.LOOKUP, key=self.adapter.key(key), answer=TierAnswer[got.name])
@@ -152,7 +165,7 @@ class Recorder:
         keys = list(keys)
         pending = [k for k, r in self._refs(keys).items() if r == -1]
         by: PendingOwner = self.completing or GpuStore(ReqId(ctx.req_id))
-        owners = {k: self.adapter.pending_owners(k) for k in pending}
+        owners = {k: self._owners_before(k, by) for k in pending}
         try:
             return original(keys, ctx, *rest)
         finally:
@@ -166,6 +179,15 @@ class Recorder:
                     )
                 )
 
+    def _owners_before(self, key: Hashable, by: PendingOwner) -> tuple[PendingOwner, ...]:
+        """The pending owners of `key` just before a completion by `by`: vLLM pops a
+        promotion job from its table before completing its chunks, so the job being
+        completed is put back."""
+        owners = self.adapter.pending_owners(key)
+        if isinstance(by, SubmittedPromotion) and by not in owners:
+            owners = tuple(sorted((*owners, by), key=owner_order))
+        return tuple(owners)
+
     def _told(self, index: int) -> Callable[..., Any]:
         def told(original: Callable[..., Any], ctx: Any) -> Any:
             self.told[(ctx.req_id, index)] += 1
@@ -174,11 +196,13 @@ class Recorder:
         return told
 
     def _serve(self, original: Callable[..., Any], parent: Any) -> Any:
-        self.open(None)
+        self.serving = True
         try:
             return original(parent)
         finally:
-            self.close()
+            self.serving = False
+            if self.hold is not None:
+                self.close()
 
     def _refs(self, keys: Iterable[Hashable]) -> dict[Hashable, int | None]:
         policy = self.adapter.primary._policy

@@ -148,9 +148,14 @@ def _jobs(a: Any) -> tuple[JobEntry, ...]:
 
 def _staged(a: Any) -> tuple[StagedEntry, ...]:
     return tuple(
-        StagedEntry(TierId(int(t)), ReqId(str(req)), tuple(a.key(k) for k in entry.keys))
-        for t, by_req in sorted(a.vllm._pending_load_submissions.items())
-        for req, entry in sorted(by_req.items())
+        StagedEntry(
+            TierId(int(t)),
+            ReqId(str(req)),
+            tuple(a.key(k) for k in entry.keys),
+            tuple(int(c) for c in entry.chunk_ids),
+        )
+        for t, by_req in a.vllm._pending_load_submissions.items()
+        for req, entry in by_req.items()
     )
 
 
@@ -230,9 +235,8 @@ def _copies(a: Any) -> frozenset[CopyEntry]:
 
 def _requests(a: Any) -> tuple[RequestEntry, ...]:
     m, rec = a.vllm, a.recorder
-    reqs = dict.fromkeys([*a.contexts, *rec.origin])
     out = []
-    for req in reqs:
+    for req in sorted({*a.contexts, *rec.origin}):
         state = m._req_state.get(req)
         finished = rec.finish_calls[req] > 0
         phase = (

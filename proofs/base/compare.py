@@ -137,6 +137,14 @@ class Kind(enum.Enum):
     ACCEPTED_BAD_CALL = "accepted a call the model rejects"
     REJECTED_GOOD_CALL = "rejected a call the model accepts"
     ERROR = "error type"
+    # The tier contract's classes (`check.tier`: a secondary tier on its own):
+    TIER_UNREPORTED = "job not reported"  # submitted before drain_jobs, not reported after
+    TIER_TWICE = "job reported twice"
+    TIER_UNKNOWN = "unknown job reported"  # a result for a job never submitted
+    TIER_RAISED = "failure raised, not reported"  # a call raised instead of a failed result
+    TIER_GARBAGE = "malformed answer"  # a lookup or a result outside the API's values
+    TIER_UNSTABLE = "lookup unstable within a hold"
+    TIER_EVENTS = "inconsistent events"
     ATOMICITY = "atomicity"
     RESULT = "different result"
     STATE = "different state"

@@ -41,11 +41,24 @@ __all__ = [
 
 SEVERITY: tuple[tuple[str, tuple[Kind, ...]], ...] = (
     ("safety", (Kind.EVICTED_PINNED, Kind.SLOT, Kind.UNWRITTEN_LOAD, Kind.SCAN)),
-    ("atomicity", (Kind.LEAKED_PIN, Kind.ATOMICITY)),
+    (
+        "atomicity",
+        (
+            Kind.LEAKED_PIN,
+            Kind.ATOMICITY,
+            Kind.TIER_UNREPORTED,
+            Kind.TIER_TWICE,
+            Kind.TIER_UNKNOWN,
+            Kind.TIER_RAISED,
+        ),
+    ),
     (
         "behaviour",
         (
             Kind.HANG,
+            Kind.TIER_GARBAGE,
+            Kind.TIER_UNSTABLE,
+            Kind.TIER_EVENTS,
             Kind.WRONG_LOOKUP,
             Kind.STORE_VERDICT,
             Kind.RESULT,
@@ -61,8 +74,11 @@ SEVERITY: tuple[tuple[str, tuple[Kind, ...]], ...] = (
 )
 """Finding classes from the most severe down, in tiers: safety and data loss (a
 pinned or protected block evicted, an orphaned or doubly used slot, a load of
-unwritten data, a block the lazy scan never visits); atomicity and leaked pins;
-wrong behaviour (a call that never returns, wrong lookups, results or states,
+unwritten data, a block the lazy scan never visits); atomicity and leaked pins (and
+a tier's job reported not exactly once, or its failure raised: each leaves the
+orchestrator's pins or chunks behind); wrong behaviour (a call that never returns, a
+tier's malformed answers, unstable lookups, inconsistent events, wrong lookups,
+results or states,
 refused good calls, accepted bad ones); accounting; error type; and last a bug of
 the model itself (never the implementation's fault)."""
 

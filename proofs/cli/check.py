@@ -1,7 +1,7 @@
 """The `check` subcommand of `evictable`: a third-party implementation under a contract.
 
 ```
-evictable check MODULE:FACTORY [--target manager|free-queue|block-pool|lazy]
+evictable check MODULE:FACTORY [--target manager|free-queue|block-pool|lazy|tier]
                 [--pool MODULE:FACTORY] [--blocks N] [--preset third-party]
                 [--contract exact|safety] [--errors typed|builtin|any] [--black-box]
                 [--valid-only] [--all-inputs] [--no-invalid] [--no-duplicates]
@@ -19,10 +19,12 @@ signature that differs from the protocol, the contract without `snapshot()`).
 The `manager` target (the default) runs the conformance engine and the explorer
 (`check.manager`); the GPU targets run their lock-step machines and, for the lazy
 scanner, the breadth-first search for the scan-completeness property (`check.gpu`,
-printed by `cli.check_gpu`). Findings are printed one per class, most severe first
-(`base.findings.rank`), each with its shortest trace as a runnable snippet; `--json`,
-`--html` and `--junit` write them as reports (`cli.report`, `cli.html`,
-`cli.junit`). Exit codes: 0 no finding, 1 a finding, 2 could not run.
+printed by `cli.check_gpu`); the `tier` target holds a vLLM secondary tier to the tier
+contract (`check.tier`, printed by `cli.check_tier`; it needs vLLM). Findings are
+printed one per class, most severe first (`base.findings.rank`), each with its
+shortest trace as a runnable snippet; `--json`, `--html` and `--junit` write them as
+reports (`cli.report`, `cli.html`, `cli.junit`). Exit codes: 0 no finding, 1 a
+finding, 2 could not run.
 """
 
 from __future__ import annotations
@@ -41,12 +43,13 @@ from evictable.proofs.check.manager import run_check
 from evictable.proofs.check.setup import SetupError, load_factory, probe_gpu, probe_manager
 from evictable.proofs.cli.args import CONTRACT_HELP, ERRORS_HELP, add_report_options, count
 from evictable.proofs.cli.check_gpu import check_gpu
+from evictable.proofs.cli.check_tier import check_tier_target
 from evictable.proofs.cli.errors import UsageError
 from evictable.proofs.cli.report import exploration_fields
 
 __all__ = ["TARGETS", "add_parser", "cmd_check", "contract_of"]
 
-TARGETS = ("manager", "free-queue", "block-pool", "lazy")
+TARGETS = ("manager", "free-queue", "block-pool", "lazy", "tier")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -158,6 +161,8 @@ def contract_of(factory: object, args: argparse.Namespace) -> Contract:
 
 
 def cmd_check(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
+    if args.target == "tier":
+        return check_tier_target(args)
     t0 = time.perf_counter()
     try:
         factory = load_factory(args.spec)

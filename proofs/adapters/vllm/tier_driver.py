@@ -34,9 +34,13 @@ from vllm.v1.kv_offload.tiering.fs.manager import FileSystemTierManager
 from vllm.v1.kv_offload.tiering.spec import TieringOffloadingSpec
 
 from evictable.proofs.adapters.vllm.keys import K
-from evictable.proofs.adapters.vllm.tiering_build import PAGE, offloading_config
+from evictable.proofs.adapters.vllm.tiering_build import (
+    PAGE,
+    offloading_config,
+    stub_p2p_transports,
+)
 
-__all__ = ["NUM_SLOTS", "K", "TierDriver", "example_tier", "fs_tier"]
+__all__ = ["NUM_SLOTS", "K", "TierDriver", "example_tier", "fs_tier", "p2p_prefill_tier"]
 
 NUM_SLOTS = 8
 """Rows of the primary view the driven tier reads and writes."""
@@ -64,6 +68,24 @@ def fs_tier(offloading_spec: Any, primary_kv_view: memoryview) -> Any:
 
     tier.shutdown = shutdown_and_remove
     return tier
+
+
+def p2p_prefill_tier(offloading_spec: Any, primary_kv_view: memoryview) -> Any:
+    """vLLM's p2p tier (`P2PSecondaryTierManager`, its transports stubbed: no network)
+    on the prefill side of disaggregated serving: every request names a remote decoder
+    (`kv_transfer_params={"remote_decoder": {"kv_request_id": <request id>}}`), so a
+    store waits, pinned, for the decoder's fetch -- which never comes here."""
+    from vllm.v1.kv_offload.tiering.p2p.manager import P2PSecondaryTierManager
+
+    class PrefillSide(P2PSecondaryTierManager):  # type: ignore[misc]
+        def on_new_request(self, req_context: Any) -> Any:
+            req_context.kv_transfer_params = {
+                "remote_decoder": {"kv_request_id": req_context.req_id}
+            }
+            return super().on_new_request(req_context)
+
+    with stub_p2p_transports():
+        return PrefillSide(offloading_spec, primary_kv_view, "p2p")
 
 
 _END = ScheduleEndContext(new_req_ids=[], preempted_req_ids=())

@@ -21,6 +21,7 @@ from evictable.model.tiering_invariants import check_tiering
 from evictable.model.tiering_types import (
     JobOutcome,
     JobPhase,
+    ReqId,
     TierId,
     TieringConfig,
     TierSpec,
@@ -136,22 +137,22 @@ def test_a_factory_runs_vllms_orchestrator_under_the_invariants(
 ) -> None:
     a = factory(config)
     try:
-        a.new_request("r1")
-        assert a.store("r1", [K(1), K(2)]) is not None
-        a.complete_store("r1", [K(1), K(2)])
+        a.new_request(ReqId("r1"))
+        assert a.store(ReqId("r1"), [K(1), K(2)]) is not None
+        a.complete_store(ReqId("r1"), [K(1), K(2)])
         a.end_step()
         _finish_submitted(a)
         a.end_step()
         _between_steps_ok(a)
-        a.finish("r1")
+        a.finish(ReqId("r1"))
         a.end_step()
-        a.new_request("r2")
-        answers = [a.scan("r2", [K(1), K(2), K(3)]), None]
+        a.new_request(ReqId("r2"))
+        answers = [a.scan(ReqId("r2"), [K(1), K(2), K(3)]), None]
         a.end_step()
-        answers[1] = a.scan("r2", [K(1), K(2), K(3)])
+        answers[1] = a.scan(ReqId("r2"), [K(1), K(2), K(3)])
         assert 2 in answers  # the stored prefix answers (an fs probe may defer once)
         _between_steps_ok(a)
-        a.complete_load("r2", [K(1), K(2)])
+        a.complete_load(ReqId("r2"), [K(1), K(2)])
         a.end_step()
         if config.tiers[0].serving:
             a.peer_request(TierId(0), [K(2), K(1)])
@@ -173,14 +174,14 @@ def test_a_peer_lookup_evicts_what_it_reported_hit_in_every_serving_factory(
 ) -> None:
     a = factory(TieringConfig(1, (TierSpec("serving", serving=True), TierSpec("plain"))))
     try:
-        a.new_request("w")
+        a.new_request(ReqId("w"))
         for k in (1, 2):
-            a.store("w", [K(k)])
-            a.complete_store("w", [K(k)])
+            a.store(ReqId("w"), [K(k)])
+            a.complete_store(ReqId("w"), [K(k)])
             _finish_submitted(a)
             a.end_step()
             a.end_step()
-        a.finish("w")
+        a.finish(ReqId("w"))
         a.end_step()
         a.peer_request(TierId(0), [K(2), K(1)])
         with pytest.raises(AssertionError, match="not found in cache"):
@@ -193,17 +194,17 @@ def test_a_peer_lookup_evicts_what_it_reported_hit_in_every_serving_factory(
 def test_a_prefix_longer_than_the_primary_never_answers_through_the_adapter() -> None:
     a = example_tiering(TieringConfig(2, (TierSpec("example"),)))
     try:
-        a.new_request("w")
+        a.new_request(ReqId("w"))
         for k in (1, 2, 3):
-            a.store("w", [K(k)])
-            a.complete_store("w", [K(k)])
+            a.store(ReqId("w"), [K(k)])
+            a.complete_store(ReqId("w"), [K(k)])
             a.end_step()
-        a.finish("w")
+        a.finish(ReqId("w"))
         a.end_step()
         a.end_step()
-        a.new_request("r")
+        a.new_request(ReqId("r"))
         for _ in range(6):
-            assert a.scan("r", [K(1), K(2), K(3)]) is None
+            assert a.scan(ReqId("r"), [K(1), K(2), K(3)]) is None
             assert "hits_stay_resident" in check_tiering(a.snapshot()).violated
             a.end_step()
     finally:

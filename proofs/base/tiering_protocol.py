@@ -6,6 +6,9 @@ test, and how they build one (docs/semantics.md, "Tiered offloading").
 Each scheduler-side call is one lock hold of the orchestrator; the events are what other
 threads and the tiers do, fired explicitly by the engine (an adapter over real code
 drives its tiers so that they happen exactly then).
+
+Optional: `tier_reports_unknown(tier)` -- a tier will report, at its next poll, a job id
+it was never given (a misbehaving tier); an engine fires it only where the adapter has it.
 """
 
 from __future__ import annotations

@@ -85,7 +85,8 @@ class TieringBounds:
     `drops`: how many resets, raising submits and tier drops a run may have; `stale`:
     GPU completions of work a reset cancelled still reach the orchestrator; `outcomes`:
     jobs may also fail (and promotions of several keys split), not only succeed;
-    `store_failures`: GPU stores may fail.
+    `store_failures`: GPU stores may fail; `strays`: how many times a tier may report a
+    job id it was never given; `garbage`: a promotion may report keys it does not have.
     """
 
     keys: int = 2
@@ -101,6 +102,8 @@ class TieringBounds:
     stale: bool = False
     outcomes: bool = True
     store_failures: bool = False
+    strays: int = 0
+    garbage: bool = False
     max_states: int = 300_000
 
     @property
@@ -120,10 +123,10 @@ class TieringBounds:
             parts.append(f"peer lookups {[f'{n} keys at tier {t}' for t, n in self.peers]}")
         if self.primary or any(self.copies):
             parts.append(f"start: {self.primary} keys in the primary, tiers hold {self.copies}")
-        for name in ("resets", "raises", "drops"):
+        for name in ("resets", "raises", "drops", "strays"):
             if getattr(self, name):
                 parts.append(f"{getattr(self, name)} {name}")
-        flags = [n for n in ("stale", "store_failures") if getattr(self, n)]
+        flags = [n for n in ("stale", "store_failures", "garbage") if getattr(self, n)]
         parts.append("jobs ok/failed/partial" if self.outcomes else "jobs succeed")
         return "; ".join(parts + flags)
 
@@ -168,6 +171,26 @@ class World:
     resets_used: int = 0
     raises_used: int = 0
     drops_used: int = 0
+    strays_used: int = 0
+
+    def __hash__(self) -> int:
+        """Computed once per world (a world is a key of the visited set and caches)."""
+        got: int | None = self.__dict__.get("hash_cache")
+        if got is None:
+            got = hash(
+                (
+                    self.snap,
+                    self.clients,
+                    self.step_open,
+                    self.peers_used,
+                    self.resets_used,
+                    self.raises_used,
+                    self.drops_used,
+                    self.strays_used,
+                )
+            )
+            object.__setattr__(self, "hash_cache", got)
+        return got
 
 
 @dataclass(frozen=True)
@@ -389,7 +412,18 @@ def canonical(world: World, bounds: TieringBounds) -> tuple[World, Renaming]:
         see_key(k)
     jobs = {j: i for i, j in enumerate(_job_ids(s))}
     n = Renaming(keys, jobs, reqs)
+    if _identity(n) and s.next_job == len(jobs) and not s.log:
+        return world, n
     return rename(world, n), n
+
+
+def _identity(n: Renaming) -> bool:
+    """Whether `n` names everything as it is named already."""
+    return (
+        all(k == v for k, v in n.keys.items())
+        and all(k == v for k, v in n.jobs.items())
+        and all(k == v for k, v in n.reqs.items())
+    )
 
 
 def _request_signature(r: RequestEntry) -> tuple[object, ...]:

@@ -33,9 +33,11 @@ from evictable.model.lifecycle import CpuState
 from evictable.model.tiering_core import Job, Orchestrator, Peer, Probe, Request, Staged
 from evictable.model.tiering_tables import (
     JOB_TABLE,
+    PEER_TABLE,
     PROBE_TABLE,
     CopyEvent,
     JobEvent,
+    PeerEvent,
     ProbeEvent,
     step_phase,
 )
@@ -321,7 +323,8 @@ class ModelTiering(Orchestrator):
 
     def has_pending_work(self) -> bool:
         """Whether the engine must keep stepping: a job (any phase), a parked cascade, a
-        tier's probe waiting, and in `spec` a staged promotion."""
+        tier's own work (a probe waiting, a peer's lookup queued or parked), and in
+        `spec` a staged promotion."""
         staged = self.pending_counts_staged and any(self.staged.values())
         parked = any(r.parked for r in self.requests.values())
         return bool(self.jobs) or staged or parked or self.tier_pending_work()
@@ -383,6 +386,26 @@ class ModelTiering(Orchestrator):
         seq, _ = check_keys(keys)
         self._begin()
         self.peers.append(Peer(t, self._peer_id(), tuple(seq), PeerPhase.QUEUED))
+
+    def peer_gives_up(self, tier: TierId) -> None:
+        """The deadline of the oldest lookup parked at serving tier `tier` passes: its
+        pending keys are answered MISS and its request finalised."""
+        self._open("peer_gives_up")
+        t = self._tier(tier)
+        parked = [p for p in self.peers if p.tier == t and p.phase is PeerPhase.PARKED]
+        if not parked:
+            queued = any(p.tier == t for p in self.peers)
+            phase = PeerPhase.QUEUED if queued else PeerPhase.NONE
+            step_phase(PEER_TABLE, phase, PeerEvent.GIVE_UP, item=tier)
+            raise UnknownJobError(tier)  # not reached: the table refuses both
+        self._begin()
+        peer = parked[0]
+        for key in peer.pending:
+            peer.resolved[key] = False
+        peer.pending.clear()
+        step_phase(PEER_TABLE, peer.phase, PeerEvent.GIVE_UP)
+        self.peers.remove(peer)
+        self.end_request(self.requests[peer.req])
 
     def tier_reports_unknown(self, tier: TierId) -> None:
         """Tier `tier` will report, at its next poll, a job id it was never given."""

@@ -432,10 +432,10 @@ class Orchestrator:
                     del self.probes[(pt, key)]
 
     def tier_pending_work(self) -> bool:
-        """A tier needs steps while a probe waits to be posted or answered."""
-        return any(
-            p.phase in (ProbePhase.QUEUED, ProbePhase.IN_FLIGHT) for p in self.probes.values()
-        )
+        """A tier needs steps while a probe waits to be posted or answered, or a peer's
+        lookup waits to be served or is parked (some of its keys pending)."""
+        waiting = (ProbePhase.QUEUED, ProbePhase.IN_FLIGHT)
+        return bool(self.peers) or any(p.phase in waiting for p in self.probes.values())
 
     # ---------------------------------------------------------------- requests
 

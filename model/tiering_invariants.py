@@ -39,6 +39,7 @@ from evictable.model.tiering_types import (
 from evictable.model.types import Key
 
 __all__ = [
+    "BETWEEN_STEPS",
     "FINDING_CLASS",
     "LOG_INVARIANTS",
     "POSTCONDITIONS",
@@ -231,15 +232,15 @@ def inv_finalised_once(snap: TieringSnapshot) -> Verdict:
 
 
 def inv_pending_work_visible(snap: TieringSnapshot) -> Verdict:
-    """While any job, staged promotion, parked cascade or waiting probe exists,
-    `has_pending_work()` says so (else an idle engine stops stepping and it waits for
-    ever)."""
+    """Between steps (where an engine asks), while any job, staged promotion, parked
+    cascade, waiting probe or peer's lookup exists, `has_pending_work()` says so (else an
+    idle engine stops stepping and it waits for ever)."""
     if snap.pending_work is None:
         return None
     waiting = snap.probes is not None and any(
         p.phase in (ProbePhase.QUEUED, ProbePhase.IN_FLIGHT) for p in snap.probes
     )
-    work = bool(snap.jobs) or bool(snap.staged) or waiting
+    work = bool(snap.jobs) or bool(snap.staged) or waiting or bool(snap.peers)
     work = work or any(r.parked for r in snap.requests)
     return snap.pending_work or not work
 
@@ -277,10 +278,15 @@ TIERING_INVARIANTS: dict[str, TieringInvariant] = {
     "hits_stay_resident": inv_hits_stay_resident,
     "only_idle_evicted": inv_only_idle_evicted,
     "finalised_once": inv_finalised_once,
-    "pending_work_visible": inv_pending_work_visible,
     "copies_written_by_jobs": inv_copies_written_by_jobs,
 }
 """Every tiering invariant checked in every state, by name."""
+
+BETWEEN_STEPS: dict[str, TieringInvariant] = {
+    "pending_work_visible": inv_pending_work_visible,
+}
+"""The invariants judged only in states between scheduler steps (where an engine asks
+`has_pending_work()`: no step's hold open)."""
 
 LOG_INVARIANTS: frozenset[str] = frozenset(
     {"owner_completes", "hits_stay_resident", "only_idle_evicted"}
@@ -324,12 +330,18 @@ class TieringVerdict:
 
 
 def check_tiering(
-    snap: TieringSnapshot, after: str | None = None, names: Iterable[str] | None = None
+    snap: TieringSnapshot,
+    after: str | None = None,
+    names: Iterable[str] | None = None,
+    between_steps: bool = False,
 ) -> TieringVerdict:
-    """Evaluate every invariant (or those in `names`), and the postconditions of the
-    call `after`, if any."""
-    chosen = TIERING_INVARIANTS if names is None else {n: TIERING_INVARIANTS[n] for n in names}
+    """Evaluate every invariant (or those in `names`), those of `BETWEEN_STEPS` when the
+    snapshot is taken between steps, and the postconditions of the call `after`."""
+    every = {**TIERING_INVARIANTS, **BETWEEN_STEPS}
+    chosen = TIERING_INVARIANTS if names is None else {n: every[n] for n in names}
     invs = dict(chosen)
+    if between_steps and names is None:
+        invs.update(BETWEEN_STEPS)
     if after is not None:
         invs.update(POSTCONDITIONS.get(after, {}))
     violated, skipped = [], []

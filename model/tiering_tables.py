@@ -483,6 +483,7 @@ PROBE_TABLE = PhaseTable(
 class PeerEvent(enum.Enum):
     RECEIVE = "receive"  # a peer's lookup message arrives
     SERVE = "serve"  # the tier's serve point looks its keys up and pins the hits
+    GIVE_UP = "give_up"  # the tier's deadline passed: the pending keys are answered MISS
 
 
 _EN, _EQ, _EP = PeerPhase.NONE, PeerPhase.QUEUED, PeerPhase.PARKED
@@ -504,6 +505,11 @@ PEER_TABLE = PhaseTable(
         Move(_E.SERVE, _EQ, _EP, "some key pending"),
         Move(_E.SERVE, _EP, _EN, "every key settled: answered, its request finalised"),
         Move(_E.SERVE, _EP, _EP, "some key still pending"),
+        Move(_E.GIVE_UP, _EP, _EN, "answered (pending keys MISS), its request finalised"),
+    ),
+    refusals=(
+        Refusal(_E.GIVE_UP, _EN, UnknownJobError, "no lookup parked at the tier"),
+        Refusal(_E.GIVE_UP, _EQ, UnknownJobError, "not served yet: no deadline runs"),
     ),
     noops=(
         Noop(_E.SERVE, _EN, "nothing to serve"),

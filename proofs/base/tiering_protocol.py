@@ -94,6 +94,10 @@ class TieringAdapter(Protocol):
     def tier_drops(self, tier: TierId, key: Key) -> None:
         """Tier `tier` loses its copy of `key`."""
 
+    def peer_gives_up(self, tier: TierId) -> None:
+        """The deadline of the oldest peer lookup parked at serving tier `tier` passes:
+        its pending keys are answered MISS and its request is finished."""
+
 
 TieringFactory = Callable[[TieringConfig], TieringAdapter]
 """`(config) -> adapter`: how every engine builds the orchestrator under test."""
@@ -121,5 +125,6 @@ EVENT_API: tuple[str, ...] = (
     "probe_answers",
     "peer_request",
     "tier_drops",
+    "peer_gives_up",
 )
 """The events every adapter must let the engine fire."""

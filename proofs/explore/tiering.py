@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from evictable.model.tiering import ModelTiering
 from evictable.model.tiering_invariants import (
+    BETWEEN_STEPS,
     FINDING_CLASS,
     LOG_INVARIANTS,
     TIERING_INVARIANTS,
@@ -81,6 +82,7 @@ def root_world(bounds: TieringBounds, profile: Profile, model: type[ModelTiering
 
 
 STATE_INVARIANTS: tuple[str, ...] = tuple(n for n in TIERING_INVARIANTS if n not in LOG_INVARIANTS)
+BETWEEN_INVARIANTS: tuple[str, ...] = (*STATE_INVARIANTS, *BETWEEN_STEPS)
 
 
 def judge(
@@ -93,7 +95,8 @@ def judge(
         err = applied.error
         return "crash", f"{act}: raised {type(err).__name__}: {err}"
     if state_verdict is None:
-        violated = check_tiering(applied.snap, after=act.op).violated
+        between = not applied.world.step_open
+        violated = check_tiering(applied.snap, after=act.op, between_steps=between).violated
     else:
         violated = check_tiering(applied.snap, after=act.op, names=LOG_INVARIANTS).violated
         violated += state_verdict
@@ -129,7 +132,8 @@ class TieringSubject:
         matter to them: judged once per canonical world)."""
         got = self.verdicts.get(canon)
         if got is None:
-            got = check_tiering(canon.snap, names=STATE_INVARIANTS).violated
+            names = STATE_INVARIANTS if canon.step_open else BETWEEN_INVARIANTS
+            got = check_tiering(canon.snap, names=names).violated
             if len(self.verdicts) < 500_000:
                 self.verdicts[canon] = got
         return got

@@ -39,8 +39,10 @@ _PEER_EVICT = TieringBounds(
     copies=((), (0, 1)),
     peers=((0, 2), (0, 1)),
     resets=1,
+    timeouts=1,
 )
-"""A key in the primary, both in the storage tier: a peer's lookup of both promotes one."""
+"""A key in the primary, both in the storage tier: a peer's lookup of both promotes one;
+a parked lookup may reach its deadline."""
 _PEER_RESET = TieringBounds(
     keys=2,
     slots=2,
@@ -50,6 +52,7 @@ _PEER_RESET = TieringBounds(
     copies=((), (1,)),
     peers=((0, 2), (0, 1)),
     resets=1,
+    timeouts=1,
 )
 """Two slots: peers' stores await their fetch across a reset."""
 _PEER_REQUEST = TieringBounds(

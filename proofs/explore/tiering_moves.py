@@ -30,6 +30,7 @@ from evictable.model.tiering_types import (
     JobKind,
     JobOutcome,
     JobPhase,
+    PeerPhase,
     ProbePhase,
     Profile,
     RequestPhase,
@@ -80,7 +81,7 @@ class Act:
 
 INPUTS: frozenset[str] = frozenset(
     {"new_request", "store", "peer_request", "reset", "reset_flushed", "submit_raises"}
-    | {"tier_drops", "tier_reports_unknown", "finish"}
+    | {"tier_drops", "tier_reports_unknown", "peer_gives_up", "finish"}
 )
 """New input: never part of a liveness cycle."""
 
@@ -187,6 +188,9 @@ def _tier_events(world: World, bounds: TieringBounds) -> Iterator[Act]:
         for t in range(len(bounds.tiers)):
             if TierId(t) not in s.armed:
                 yield Act("submit_raises", args=(t,))
+    if world.timeouts_used < bounds.timeouts:
+        for t in sorted({p.tier for p in s.peers or () if p.phase is PeerPhase.PARKED}):
+            yield Act("peer_gives_up", args=(t,))
     if world.strays_used < bounds.strays:
         for t in range(len(bounds.tiers)):
             if TierId(t) not in s.strays:
@@ -280,6 +284,7 @@ def _after(
         world.raises_used + (op == "submit_raises"),
         world.drops_used + (op == "tier_drops"),
         world.strays_used + (op == "tier_reports_unknown"),
+        world.timeouts_used + (op == "peer_gives_up"),
     )
 
 

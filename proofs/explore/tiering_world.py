@@ -86,7 +86,8 @@ class TieringBounds:
     GPU completions of work a reset cancelled still reach the orchestrator; `outcomes`:
     jobs may also fail (and promotions of several keys split), not only succeed;
     `store_failures`: GPU stores may fail; `strays`: how many times a tier may report a
-    job id it was never given; `garbage`: a promotion may report keys it does not have.
+    job id it was never given; `garbage`: a promotion may report keys it does not have;
+    `timeouts`: how many parked peer lookups may reach their deadline.
     """
 
     keys: int = 2
@@ -104,6 +105,7 @@ class TieringBounds:
     store_failures: bool = False
     strays: int = 0
     garbage: bool = False
+    timeouts: int = 0
     max_states: int = 300_000
 
     @property
@@ -123,7 +125,7 @@ class TieringBounds:
             parts.append(f"peer lookups {[f'{n} keys at tier {t}' for t, n in self.peers]}")
         if self.primary or any(self.copies):
             parts.append(f"start: {self.primary} keys in the primary, tiers hold {self.copies}")
-        for name in ("resets", "raises", "drops", "strays"):
+        for name in ("resets", "raises", "drops", "strays", "timeouts"):
             if getattr(self, name):
                 parts.append(f"{getattr(self, name)} {name}")
         flags = [n for n in ("stale", "store_failures", "garbage") if getattr(self, n)]
@@ -172,6 +174,7 @@ class World:
     raises_used: int = 0
     drops_used: int = 0
     strays_used: int = 0
+    timeouts_used: int = 0
 
     def __hash__(self) -> int:
         """Computed once per world (a world is a key of the visited set and caches)."""
@@ -187,6 +190,7 @@ class World:
                     self.raises_used,
                     self.drops_used,
                     self.strays_used,
+                    self.timeouts_used,
                 )
             )
             object.__setattr__(self, "hash_cache", got)

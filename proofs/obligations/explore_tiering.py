@@ -49,11 +49,11 @@ __all__ = ["CONTROLS", "LIVENESS_CONTROLS", "obligations"]
 VLLM = "vllm-0.33"
 
 CONTROLS: dict[str, tuple[str, ...]] = {
-    "scan": ("forgets_hits", "finalises_early", "staged_not_pending", VLLM),
+    "scan": ("forgets_hits", "finalises_early", VLLM),
     "peer": ("forgets_hits", "staged_not_pending", "reset_leaves_job", VLLM),
     "faults": ("raise_keeps_pins", "reset_leaves_job", VLLM),
     "stale": ("anyone_completes", VLLM),
-    "async": ("forgets_hits", "staged_not_pending", VLLM),
+    "async": ("forgets_hits", VLLM),
 }
 """Per family, the broken orchestrators its record must catch."""
 

@@ -48,6 +48,7 @@ __all__ = [
     "PEER_TABLE",
     "PHASE_TABLES",
     "PROBE_TABLE",
+    "PROFILE_DIFFERENCES",
     "REQUEST_TABLE",
     "ChunkEvent",
     "ChunkRule",
@@ -517,6 +518,64 @@ PEER_TABLE = PhaseTable(
         Noop(_E.RECEIVE, _EP, "each message is a lookup of its own"),
     ),
 )
+
+PROFILE_DIFFERENCES: tuple[tuple[str, str, str], ...] = (
+    (
+        "a promotion inside a lookup hold",
+        "never evicts a key the hold reported HIT; with no other room it answers MISS, so a "
+        "scan answers the resident prefix that fits",
+        "protects only the promoted key: it may evict a key reported HIT a moment before (a "
+        "peer serve then pins it and asserts; a scan answers try later, for ever when its "
+        "prefix is longer than the primary)",
+    ),
+    (
+        "staged promotions",
+        "are pending work (`has_pending_work`)",
+        "are not: one staged by a poll round waits for a step an idle engine never takes",
+    ),
+    (
+        "a submit that raises",
+        "fails its job at once (pins released, chunks aborted); the call goes on",
+        "escapes the call: the job stays registered with its pins and is never reported, the "
+        "rest of the call is skipped (later tiers, the store's count); a flush keeps its "
+        "staged entries and submits them again",
+    ),
+    (
+        "a GPU store's completion",
+        "completes only the chunks its store still owns and cascades only those; a "
+        "request is waiting while a key is pending under its store",
+        "completes every PENDING key named, cascades every key named (asserting each "
+        "readable), counts calls and asserts one was pending",
+    ),
+    (
+        "a GPU load's completion",
+        "releases only the pins its request holds",
+        "releases one pin per key named, whoever holds it, asserting key by key",
+    ),
+    (
+        "a reset over work no tier reported",
+        "fails that work with the reset: nothing is left",
+        "asserts half way (the primary not reset, pins and staged promotions kept)",
+    ),
+    (
+        "a tier's report of a job it was never given",
+        "is ignored",
+        "asserts; the rest of that tier's batch is lost (those jobs never reported again)",
+    ),
+    (
+        "a partial promotion naming keys it has not",
+        "counts only the job's own keys",
+        "asserts after taking the job: its chunks stay PENDING without an owner",
+    ),
+    (
+        "request ids and calls on them",
+        "a known id, a second finish, a call on an unknown request: refused before any change",
+        "a known id replaces its state (its outstanding stores lost); a store or completion "
+        "of an unknown or finalised request changes the primary, then raises KeyError",
+    ),
+)
+"""The named differences between the `spec` and `vllm-0.33` profiles (docs/spec.md,
+generated; docs/semantics.md, "Tiered offloading")."""
 
 PHASE_TABLES: tuple[PhaseTable, ...] = (
     COPY_TABLE,

@@ -113,24 +113,44 @@ class TieringBounds:
         return TieringConfig(self.slots, self.tiers)
 
     def describe(self) -> str:
-        """The bounds in one line (the record's `bounds`)."""
-        tiers = ", ".join(_tier_text(t) for t in self.tiers)
+        """The bounds in one line (the record's `bounds`; no square brackets, which a
+        rich terminal would read as markup)."""
+        tiers = ", ".join(f"{i} {_tier_text(t)}" for i, t in enumerate(self.tiers))
         parts = [
-            f"{self.keys} keys",
-            f"{self.slots} primary slots",
-            f"tiers [{tiers}]",
-            f"requests with prefixes {list(self.requests)}",
+            _count(self.keys, "key"),
+            _count(self.slots, "primary slot"),
+            f"tiers: {tiers}",
+            f"requests: prefixes of {_joined(self.requests)} keys"
+            if self.requests
+            else "no request",
         ]
         if self.peers:
-            parts.append(f"peer lookups {[f'{n} keys at tier {t}' for t, n in self.peers]}")
-        if self.primary or any(self.copies):
-            parts.append(f"start: {self.primary} keys in the primary, tiers hold {self.copies}")
+            peers = ", ".join(f"{_count(n, 'key')} at tier {t}" for t, n in self.peers)
+            parts.append(f"peer lookups: {peers}")
+        held = [
+            f"tier {t} holds {' '.join(key_name(i) for i in keys)}"
+            for t, keys in enumerate(self.copies)
+            if keys
+        ]
+        if self.primary or held:
+            ready = [_count(self.primary, "key") + " in the primary"] if self.primary else []
+            parts.append("start: " + ", ".join([*ready, *held]))
         for name in ("resets", "raises", "drops", "strays", "timeouts"):
             if getattr(self, name):
-                parts.append(f"{getattr(self, name)} {name}")
-        flags = [n for n in ("stale", "store_failures", "garbage") if getattr(self, n)]
-        parts.append("jobs ok/failed/partial" if self.outcomes else "jobs succeed")
+                parts.append(_count(getattr(self, name), name[:-1]))
+        flags = [
+            n.replace("_", " ") for n in ("stale", "store_failures", "garbage") if getattr(self, n)
+        ]
+        parts.append("jobs ok, failed or split" if self.outcomes else "jobs succeed")
         return "; ".join(parts + flags)
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def _joined(xs: tuple[int, ...]) -> str:
+    return ", ".join(str(x) for x in xs)
 
 
 def _tier_text(t: TierSpec) -> str:

@@ -17,5 +17,5 @@ def test_the_tiering_records_are_registered(level: Level) -> None:
     assert {"liveness.tiering.scan", "liveness.tiering.peer"} <= set(names)
     for ob in names.values():
         assert ob.kind is Kind.EXPLORED
-        assert "keys" in ob.bounds and "primary slots" in ob.bounds
+        assert "key" in ob.bounds and "primary slot" in ob.bounds and "tiers:" in ob.bounds
         assert ob.negative is not None and ob.batch.startswith("tiering.")

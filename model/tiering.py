@@ -30,7 +30,8 @@ from evictable.model.errors import (
     UnknownTierError,
 )
 from evictable.model.lifecycle import CpuState
-from evictable.model.tiering_core import Job, Orchestrator, Peer, Probe, Request, Staged
+from evictable.model.tiering_core import Orchestrator
+from evictable.model.tiering_snapshot import restore_state, take_snapshot
 from evictable.model.tiering_tables import (
     JOB_TABLE,
     PEER_TABLE,
@@ -41,26 +42,21 @@ from evictable.model.tiering_tables import (
     ProbeEvent,
     step_phase,
 )
+from evictable.model.tiering_tiers import Peer, Request
 from evictable.model.tiering_types import (
-    CopyEntry,
     GpuLoad,
     GpuStore,
-    JobEntry,
     JobId,
     JobOutcome,
     JobPhase,
     Micro,
     MicroKind,
     OutcomeKind,
-    PeerEntry,
     PeerPhase,
-    ProbeEntry,
     ProbePhase,
     Profile,
     ReqId,
-    RequestEntry,
     RequestPhase,
-    StagedEntry,
     StoreOutcome,
     TierAnswer,
     TierId,
@@ -431,83 +427,12 @@ class ModelTiering(Orchestrator):
 
     def snapshot(self) -> TieringSnapshot:
         """Everything observable; `log` is the record of the last call."""
-        return TieringSnapshot(
-            config=self.config,
-            primary=self.primary.snapshot(),
-            copies=frozenset(
-                CopyEntry(t, k, state, job) for (t, k), (state, job) in self.copies.items()
-            ),
-            jobs=tuple(
-                JobEntry(j.job, j.tier, j.kind, j.keys, j.slots, j.req, j.phase, j.outcome)
-                for j in sorted(self.jobs.values(), key=lambda j: j.job)
-            ),
-            staged=tuple(
-                StagedEntry(t, req, tuple(e.keys), tuple(e.slots))
-                for t, by_req in self.staged.items()
-                for req, e in by_req.items()
-            ),
-            requests=tuple(
-                RequestEntry(
-                    r.req,
-                    r.phase,
-                    tuple(r.stores),
-                    tuple(r.loads),
-                    tuple(r.parked),
-                    None if self.spec else r.store_calls,
-                    tuple(r.finalised),
-                    r.origin,
-                )
-                for r in sorted(self.requests.values(), key=lambda r: r.req)
-            ),
-            probes=frozenset(
-                ProbeEntry(t, k, p.phase, p.found, frozenset(p.reqs))
-                for (t, k), p in self.probes.items()
-            ),
-            peers=tuple(
-                PeerEntry(
-                    p.tier, p.req, p.keys, p.phase, tuple(p.resolved.items()), tuple(p.pending)
-                )
-                for p in self.peers
-            ),
-            pending_work=self.has_pending_work(),
-            gate=self.gate,
-            held=self.held,
-            armed=frozenset(self.armed),
-            next_job=self.next_job,
-            closed=self.closed,
-            log=tuple(self.log),
-            strays=frozenset(self.strays),
-        )
+        return take_snapshot(self, self.has_pending_work())
 
     @classmethod
     def restore(cls, snap: TieringSnapshot, profile: str | Profile = Profile.SPEC) -> ModelTiering:
         """A model in the state `snap` describes (a snapshot of a `ModelTiering` of the
         same profile); its log is empty."""
         m = cls(snap.config, profile)
-        m.primary.restore(snap.primary)
-        m.copies = {(c.tier, c.key): (c.state, c.job) for c in snap.copies or ()}
-        m.jobs = {
-            j.job: Job(j.job, j.tier, j.kind, j.keys, j.slots, j.req, j.phase, j.outcome)
-            for j in snap.jobs
-        }
-        for s in snap.staged:
-            m.staged.setdefault(s.tier, {})[s.req] = Staged(list(s.keys), list(s.slots))
-        for e in snap.requests:
-            r = Request(e.req, e.phase, e.origin, list(e.finalised))
-            r.stores, r.loads, r.parked = list(e.stores), list(e.loads), list(e.parked)
-            r.store_calls = e.store_calls if e.store_calls is not None else 0
-            m.requests[e.req] = r
-        m.probes = {
-            (p.tier, p.key): Probe(p.phase, p.found, set(p.reqs)) for p in snap.probes or ()
-        }
-        m.peers = [
-            Peer(p.tier, p.req, p.keys, p.phase, dict(p.resolved), list(p.pending))
-            for p in snap.peers or ()
-        ]
-        m.gate = bool(snap.gate)
-        m.held = snap.held
-        m.armed = set(snap.armed)
-        m.strays = set(snap.strays)
-        m.next_job = snap.next_job or 0
-        m.closed = snap.closed
+        restore_state(m, snap)
         return m

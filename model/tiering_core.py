@@ -19,24 +19,21 @@ completions, the request's store count, and the assertions vLLM fails half way
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from evictable.model.errors import InvariantViolationError, TieringAssertionError, TierSubmitError
 from evictable.model.lifecycle import CpuState
 from evictable.model.tiering_primary import Primary
 from evictable.model.tiering_tables import (
-    COPY_TABLE,
     JOB_TABLE,
     PEER_TABLE,
-    PROBE_TABLE,
     REQUEST_TABLE,
     CopyEvent,
     JobEvent,
     PeerEvent,
-    ProbeEvent,
     RequestEvent,
     step_phase,
 )
+from evictable.model.tiering_tiers import Job, Peer, Probe, Request, Staged, TierSide
 from evictable.model.tiering_types import (
     Cascade,
     CopyState,
@@ -50,7 +47,6 @@ from evictable.model.tiering_types import (
     PeerPhase,
     PeerStore,
     PinOwner,
-    ProbePhase,
     Profile,
     ReqId,
     RequestPhase,
@@ -62,57 +58,10 @@ from evictable.model.tiering_types import (
 )
 from evictable.model.types import Key
 
-__all__ = ["Job", "Orchestrator", "Peer", "Probe", "Request", "Staged"]
+__all__ = ["Orchestrator"]
 
 
-@dataclass
-class Job:
-    job: JobId
-    tier: TierId
-    kind: JobKind
-    keys: tuple[Key, ...]
-    slots: tuple[int, ...]
-    req: ReqId
-    phase: JobPhase
-    outcome: JobOutcome | None = None
-
-
-@dataclass
-class Staged:
-    keys: list[Key] = field(default_factory=list)
-    slots: list[int] = field(default_factory=list)
-
-
-@dataclass
-class Request:
-    req: ReqId
-    phase: RequestPhase
-    origin: TierId | None
-    finalised: list[int]
-    stores: list[Key] = field(default_factory=list)
-    loads: list[Key] = field(default_factory=list)
-    parked: list[Key] = field(default_factory=list)
-    store_calls: int = 0
-
-
-@dataclass
-class Probe:
-    phase: ProbePhase
-    found: bool | None = None
-    reqs: set[ReqId] = field(default_factory=set)
-
-
-@dataclass
-class Peer:
-    tier: TierId
-    req: ReqId
-    keys: tuple[Key, ...]
-    phase: PeerPhase
-    resolved: dict[Key, bool] = field(default_factory=dict)
-    pending: list[Key] = field(default_factory=list)
-
-
-class Orchestrator:
+class Orchestrator(TierSide):
     """The orchestrator's state and mechanisms (see the module doc)."""
 
     def __init__(self, config: TieringConfig, profile: Profile) -> None:
@@ -260,20 +209,6 @@ class Orchestrator:
             retry |= got is TierAnswer.RETRY
         return TierAnswer.RETRY if retry else TierAnswer.MISS
 
-    def tier_lookup(self, t: TierId, key: Key, req: ReqId) -> TierAnswer:
-        """A tier's answer: its copy (synchronous), or its probe (asynchronous)."""
-        if not self.config.tiers[t].async_lookup:
-            present = self.copy_state(t, key) is CopyState.PRESENT
-            return TierAnswer.HIT if present else TierAnswer.MISS
-        probe = self.probes.get((t, key))
-        if probe is None:
-            probe = Probe(step_phase(PROBE_TABLE, ProbePhase.NONE, ProbeEvent.ASK))
-            self.probes[(t, key)] = probe
-        probe.reqs.add(req)
-        if probe.phase is ProbePhase.RESOLVED:
-            return TierAnswer.HIT if probe.found else TierAnswer.MISS
-        return TierAnswer.RETRY
-
     def promote(self, t: TierId, key: Key, req: ReqId) -> bool:
         """Allocate `key`'s chunk for a promotion from tier `t` and stage it; False when
         the primary has no room (without evicting a protected key)."""
@@ -371,71 +306,6 @@ class Orchestrator:
             elif state is CpuState.PENDING:
                 r.parked.append(key)
         self.cascade(ready, r.req, tiers)
-
-    # ---------------------------------------------------------- the tier side
-
-    def copy_state(self, t: int, key: Key) -> CopyState:
-        got = self.copies.get((TierId(t), key))
-        return CopyState.ABSENT if got is None else got[0]
-
-    def copy_event(self, t: TierId, key: Key, event: CopyEvent, job: JobId | None) -> None:
-        state, writer = self.copies.get((t, key), (CopyState.ABSENT, None))
-        if event is CopyEvent.NOT_WRITTEN and writer != job:
-            return  # only the copy's writer decides
-        after = step_phase(COPY_TABLE, state, event)
-        if after is CopyState.ABSENT:
-            self.copies.pop((t, key), None)
-        else:
-            keep = job if after is CopyState.WRITING and state is CopyState.ABSENT else writer
-            self.copies[(t, key)] = (after, keep if after is CopyState.WRITING else None)
-
-    def tier_finishes(self, job: Job, outcome: JobOutcome) -> None:
-        """The tier finished `job`: its copies (a cascade), its memory of failed loads (a
-        promotion's failed keys are lost at that tier), and the report to poll."""
-        job.phase = step_phase(JOB_TABLE, job.phase, JobEvent.FINISH, item=job.job)
-        job.outcome = outcome
-        for key in job.keys:
-            ok = outcome.succeeded(key)
-            if job.kind is JobKind.CASCADE:
-                event = CopyEvent.WRITTEN if ok else CopyEvent.NOT_WRITTEN
-                self.copy_event(job.tier, key, event, job.job)
-            elif job.kind is JobKind.PROMOTION and not ok:
-                self.copy_event(job.tier, key, CopyEvent.LOST, None)
-                probe = self.probes.get((job.tier, key))
-                if probe is not None:
-                    probe.phase = step_phase(PROBE_TABLE, probe.phase, ProbeEvent.FAIL_LOAD)
-                    if probe.phase is ProbePhase.RESOLVED:
-                        probe.found = False
-
-    def drain(self) -> None:
-        """Every tier finishes the transfers it has in flight (a reset waits for them); a
-        peer store waiting for its peer's fetch is not a transfer in flight, and a serving
-        tier (vLLM's p2p) does not report it."""
-        for job in sorted(self.jobs.values(), key=lambda j: j.job):
-            if job.phase is JobPhase.SUBMITTED and job.kind is not JobKind.PEER_STORE:
-                self.tier_finishes(job, JobOutcome.ok())
-
-    def tier_end_of_step(self) -> None:
-        """The tiers' own end of step: queued probes go to their workers."""
-        for probe in self.probes.values():
-            probe.phase = step_phase(PROBE_TABLE, probe.phase, ProbeEvent.POST)
-
-    def tier_forgets(self, t: int, req: ReqId) -> None:
-        """Tier `t` is told `req` ended: its probes no longer serve it."""
-        for (pt, key), probe in list(self.probes.items()):
-            if pt != t or req not in probe.reqs:
-                continue
-            probe.reqs.discard(req)
-            if not probe.reqs:
-                after = step_phase(PROBE_TABLE, probe.phase, ProbeEvent.RELEASE)
-                if after is ProbePhase.NONE:
-                    del self.probes[(pt, key)]
-
-    def tier_pending_work(self) -> bool:
-        """A tier needs steps while a probe waits to be posted or answered, or a peer's
-        lookup waits to be served or is parked (some of its keys pending)."""
-        waiting = (ProbePhase.QUEUED, ProbePhase.IN_FLIGHT)
-        return bool(self.peers) or any(p.phase in waiting for p in self.probes.values())
 
     # ---------------------------------------------------------------- requests
 

@@ -10,7 +10,7 @@ breaks is what `docs/semantics.md` lists as its defects.
 from __future__ import annotations
 
 from evictable.model.tiering import ModelTiering
-from evictable.model.tiering_core import Job, Request
+from evictable.model.tiering_tiers import Job, Request
 from evictable.model.tiering_types import JobKind, JobPhase, Profile, RequestPhase, TieringConfig
 
 __all__ = [

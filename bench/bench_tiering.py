@@ -7,8 +7,8 @@ state count grows with keys and tiers.
   search and of the lasso search, and distinct states per CPU second.
 * **Growth** -- the scan world (one slot, a storage tier holding every key, a request
   whose prefix is up to two keys long and a second of one key; quick: the first alone)
-  at 1..3 keys (quick: 1..2) and 1..2 tiers: states and CPU seconds, and the ratio of each count to the one
-  with a key (or a tier) fewer. This is the figure to plan bounds with.
+  at 1..3 keys (quick: 1..2) and 1..2 tiers: states and CPU seconds, and the ratio of
+  each count to the one with a key (or a tier) fewer. The figure to plan bounds with.
 
 All times are CPU seconds of this process (`time.process_time`), so a busy machine
 shows the same figures. `python -m bench.bench_tiering [--quick]` writes

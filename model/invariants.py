@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from evictable.model.lifecycle import CPU_MACHINE, GPU_MACHINE, CpuState, Machine, State
-from evictable.model.tiering_invariants import TIERING_INVARIANTS
+from evictable.model.tiering_invariants import BETWEEN_STEPS, TIERING_INVARIANTS
 from evictable.model.types import (
     ArcPolicySnapshot,
     BlockEntry,
@@ -341,6 +341,7 @@ INVARIANTS: dict[str, Callable[..., Any]] = {
     **BLOCK_INVARIANTS,
     **SNAPSHOT_INVARIANTS,
     **TIERING_INVARIANTS,
+    **BETWEEN_STEPS,
 }
 """Every named invariant, block-level, snapshot-level and tiering (over a
 `TieringSnapshot`, `model.tiering_invariants`), by name."""

@@ -23,7 +23,6 @@ from collections.abc import Collection
 
 from evictable.model.errors import (
     InvalidArgumentError,
-    NotLoadingError,
     RequestFinishedError,
     ShutdownError,
     UnknownJobError,
@@ -31,35 +30,33 @@ from evictable.model.errors import (
     UnknownTierError,
 )
 from evictable.model.lifecycle import CpuState
-from evictable.model.tiering_core import Job, Orchestrator, Peer, Probe, Request, Staged
+from evictable.model.tiering_core import Orchestrator
+from evictable.model.tiering_snapshot import restore_state, take_snapshot
 from evictable.model.tiering_tables import (
     JOB_TABLE,
+    PEER_TABLE,
     PROBE_TABLE,
     CopyEvent,
     JobEvent,
+    PeerEvent,
     ProbeEvent,
     step_phase,
 )
+from evictable.model.tiering_tiers import Peer, Request
 from evictable.model.tiering_types import (
-    CopyEntry,
     GpuLoad,
     GpuStore,
-    JobEntry,
     JobId,
     JobOutcome,
     JobPhase,
     Micro,
     MicroKind,
     OutcomeKind,
-    PeerEntry,
     PeerPhase,
-    ProbeEntry,
     ProbePhase,
     Profile,
     ReqId,
-    RequestEntry,
     RequestPhase,
-    StagedEntry,
     StoreOutcome,
     TierAnswer,
     TierId,
@@ -200,8 +197,9 @@ class ModelTiering(Orchestrator):
 
     def complete_store(self, req: ReqId, keys: Collection[Key], success: bool = True) -> None:
         """The GPU store of `keys` finished. spec: only the keys this store still owns
-        complete (READY, or ABSENT on failure; others are ignored) and only those are
-        cascaded, one job per tier; vLLM 0.33 completes every PENDING key named and
+        complete (READY, or ABSENT on failure; others are ignored: a store a reset
+        cancelled, even of a request since finalised, completes nothing) and only those
+        are cascaded, one job per tier; vLLM 0.33 completes every PENDING key named and
         cascades all of them, then counts the store done (asserting one was pending)."""
         self._open("complete_store")
         seq, _ = check_keys(keys)
@@ -209,13 +207,13 @@ class ModelTiering(Orchestrator):
             raise InvalidArgumentError(f"success must be a bool, got {success!r}")
         r = self.requests.get(_check_req(req))
         known = r is not None and r.phase is not RequestPhase.FINALISED
-        if self.spec and not known:
-            self._known(req)
+        if self.spec:
+            r = self._known(req, finalised_ok=True)
         self._begin()
         done = [k for k in seq if self.complete_chunk(k, GpuStore(ReqId(req)), success)]
         if success:
             self.cascade(done if self.spec else seq, ReqId(req), self.tiers)
-        if r is None or not known:
+        if r is None or not (known or self.spec):
             raise UnknownRequestError(str(req), "its store completed, then its state read")
         if not self.spec:
             if r.store_calls <= 0:
@@ -224,25 +222,25 @@ class ModelTiering(Orchestrator):
         self.maybe_finalise(r)
 
     def complete_load(self, req: ReqId, keys: Collection[Key]) -> None:
-        """The GPU load of `keys` finished: `GpuLoad(req)`'s pins go. spec: every key must
-        hold one (`NotLoadingError`, nothing changed); vLLM 0.33 releases key by key and
-        asserts each is loading."""
+        """The GPU load of `keys` for `req` finished: `GpuLoad(req)`'s pins go. spec: only
+        the pins the request holds are released (a load a reset cancelled releases
+        nothing); vLLM 0.33 releases one pin per key named, whoever holds it, and asserts
+        each is loading, key by key."""
         self._open("complete_load")
         seq, _ = check_keys(keys)
         r = self.requests.get(_check_req(req))
         owner = GpuLoad(ReqId(req))
         if self.spec:
             r = self._known(req, finalised_ok=True)
-            self.primary.check_unpin(seq, owner)
-            for key in seq:
-                if r.loads.count(key) < 1:
-                    raise NotLoadingError([key], reason=f"{req!r} does not load it")
         self._begin()
         for key in seq:
+            held = r is not None and key in r.loads
+            if self.spec and not held:
+                continue
             if self.primary.state(key) is not CpuState.LOADING:
                 self.fail("complete_load", f"chunk {key!r} has no load in flight", [key])
             self.primary.unpin(key, owner)
-            if r is not None and key in r.loads:
+            if r is not None and held:
                 r.loads.remove(key)
 
     def finish(self, req: ReqId) -> None:
@@ -292,7 +290,7 @@ class ModelTiering(Orchestrator):
         self.process_finished(self.tiers)
         if self.jobs and not self.spec:
             self.fail("reset_cache", f"jobs {sorted(self.jobs)} were never reported")
-        self.jobs.clear()
+        self.jobs.clear()  # spec: what no tier reported fails with the reset
         self.staged.clear()
         for r in self.requests.values():
             if r.phase is RequestPhase.FINALISED:
@@ -321,7 +319,8 @@ class ModelTiering(Orchestrator):
 
     def has_pending_work(self) -> bool:
         """Whether the engine must keep stepping: a job (any phase), a parked cascade, a
-        tier's probe waiting, and in `spec` a staged promotion."""
+        tier's own work (a probe waiting, a peer's lookup queued or parked), and in
+        `spec` a staged promotion."""
         staged = self.pending_counts_staged and any(self.staged.values())
         parked = any(r.parked for r in self.requests.values())
         return bool(self.jobs) or staged or parked or self.tier_pending_work()
@@ -340,10 +339,7 @@ class ModelTiering(Orchestrator):
             )
             raise UnknownJobError(job)  # not reached: the table refuses every other phase
         if outcome.kind is OutcomeKind.PARTIAL:
-            seq, _ = check_keys(outcome.ok_keys)
-            stray = [k for k in seq if k not in found.keys]
-            if stray:
-                raise InvalidArgumentError(f"partial outcome names keys not in job {job}: {stray}")
+            check_keys(outcome.ok_keys)  # a tier may name keys the job has not (garbage)
         self._begin()
         self.tier_finishes(found, outcome)
 
@@ -387,6 +383,33 @@ class ModelTiering(Orchestrator):
         self._begin()
         self.peers.append(Peer(t, self._peer_id(), tuple(seq), PeerPhase.QUEUED))
 
+    def peer_gives_up(self, tier: TierId) -> None:
+        """The deadline of the oldest lookup parked at serving tier `tier` passes: its
+        pending keys are answered MISS and its request finalised."""
+        self._open("peer_gives_up")
+        t = self._tier(tier)
+        parked = [p for p in self.peers if p.tier == t and p.phase is PeerPhase.PARKED]
+        if not parked:
+            queued = any(p.tier == t for p in self.peers)
+            phase = PeerPhase.QUEUED if queued else PeerPhase.NONE
+            step_phase(PEER_TABLE, phase, PeerEvent.GIVE_UP, item=tier)
+            raise UnknownJobError(tier)  # not reached: the table refuses both
+        self._begin()
+        peer = parked[0]
+        for key in peer.pending:
+            peer.resolved[key] = False
+        peer.pending.clear()
+        step_phase(PEER_TABLE, peer.phase, PeerEvent.GIVE_UP)
+        self.peers.remove(peer)
+        self.end_request(self.requests[peer.req])
+
+    def tier_reports_unknown(self, tier: TierId) -> None:
+        """Tier `tier` will report, at its next poll, a job id it was never given."""
+        self._open("tier_reports_unknown")
+        t = self._tier(tier)
+        self._begin()
+        self.strays.add(t)
+
     def tier_drops(self, tier: TierId, key: Key) -> None:
         """Tier `tier` loses its copy of `key` (nothing happens to a copy being written)."""
         self._open("tier_drops")
@@ -404,81 +427,12 @@ class ModelTiering(Orchestrator):
 
     def snapshot(self) -> TieringSnapshot:
         """Everything observable; `log` is the record of the last call."""
-        return TieringSnapshot(
-            config=self.config,
-            primary=self.primary.snapshot(),
-            copies=frozenset(
-                CopyEntry(t, k, state, job) for (t, k), (state, job) in self.copies.items()
-            ),
-            jobs=tuple(
-                JobEntry(j.job, j.tier, j.kind, j.keys, j.slots, j.req, j.phase, j.outcome)
-                for j in sorted(self.jobs.values(), key=lambda j: j.job)
-            ),
-            staged=tuple(
-                StagedEntry(t, req, tuple(e.keys), tuple(e.slots))
-                for t, by_req in self.staged.items()
-                for req, e in by_req.items()
-            ),
-            requests=tuple(
-                RequestEntry(
-                    r.req,
-                    r.phase,
-                    tuple(r.stores),
-                    tuple(r.loads),
-                    tuple(r.parked),
-                    None if self.spec else r.store_calls,
-                    tuple(r.finalised),
-                    r.origin,
-                )
-                for r in sorted(self.requests.values(), key=lambda r: r.req)
-            ),
-            probes=frozenset(
-                ProbeEntry(t, k, p.phase, p.found, frozenset(p.reqs))
-                for (t, k), p in self.probes.items()
-            ),
-            peers=tuple(
-                PeerEntry(
-                    p.tier, p.req, p.keys, p.phase, tuple(p.resolved.items()), tuple(p.pending)
-                )
-                for p in self.peers
-            ),
-            pending_work=self.has_pending_work(),
-            gate=self.gate,
-            held=self.held,
-            armed=frozenset(self.armed),
-            next_job=self.next_job,
-            closed=self.closed,
-            log=tuple(self.log),
-        )
+        return take_snapshot(self, self.has_pending_work())
 
     @classmethod
     def restore(cls, snap: TieringSnapshot, profile: str | Profile = Profile.SPEC) -> ModelTiering:
         """A model in the state `snap` describes (a snapshot of a `ModelTiering` of the
         same profile); its log is empty."""
         m = cls(snap.config, profile)
-        m.primary.restore(snap.primary)
-        m.copies = {(c.tier, c.key): (c.state, c.job) for c in snap.copies or ()}
-        m.jobs = {
-            j.job: Job(j.job, j.tier, j.kind, j.keys, j.slots, j.req, j.phase, j.outcome)
-            for j in snap.jobs
-        }
-        for s in snap.staged:
-            m.staged.setdefault(s.tier, {})[s.req] = Staged(list(s.keys), list(s.slots))
-        for e in snap.requests:
-            r = Request(e.req, e.phase, e.origin, list(e.finalised))
-            r.stores, r.loads, r.parked = list(e.stores), list(e.loads), list(e.parked)
-            r.store_calls = e.store_calls if e.store_calls is not None else 0
-            m.requests[e.req] = r
-        m.probes = {
-            (p.tier, p.key): Probe(p.phase, p.found, set(p.reqs)) for p in snap.probes or ()
-        }
-        m.peers = [
-            Peer(p.tier, p.req, p.keys, p.phase, dict(p.resolved), list(p.pending))
-            for p in snap.peers or ()
-        ]
-        m.gate = bool(snap.gate)
-        m.held = snap.held
-        m.armed = set(snap.armed)
-        m.next_job = snap.next_job or 0
-        m.closed = snap.closed
+        restore_state(m, snap)
         return m

@@ -19,24 +19,21 @@ completions, the request's store count, and the assertions vLLM fails half way
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from evictable.model.errors import InvariantViolationError, TieringAssertionError, TierSubmitError
 from evictable.model.lifecycle import CpuState
 from evictable.model.tiering_primary import Primary
 from evictable.model.tiering_tables import (
-    COPY_TABLE,
     JOB_TABLE,
     PEER_TABLE,
-    PROBE_TABLE,
     REQUEST_TABLE,
     CopyEvent,
     JobEvent,
     PeerEvent,
-    ProbeEvent,
     RequestEvent,
     step_phase,
 )
+from evictable.model.tiering_tiers import Job, Peer, Probe, Request, Staged, TierSide
 from evictable.model.tiering_types import (
     Cascade,
     CopyState,
@@ -50,7 +47,6 @@ from evictable.model.tiering_types import (
     PeerPhase,
     PeerStore,
     PinOwner,
-    ProbePhase,
     Profile,
     ReqId,
     RequestPhase,
@@ -62,57 +58,10 @@ from evictable.model.tiering_types import (
 )
 from evictable.model.types import Key
 
-__all__ = ["Job", "Orchestrator", "Peer", "Probe", "Request", "Staged"]
+__all__ = ["Orchestrator"]
 
 
-@dataclass
-class Job:
-    job: JobId
-    tier: TierId
-    kind: JobKind
-    keys: tuple[Key, ...]
-    slots: tuple[int, ...]
-    req: ReqId
-    phase: JobPhase
-    outcome: JobOutcome | None = None
-
-
-@dataclass
-class Staged:
-    keys: list[Key] = field(default_factory=list)
-    slots: list[int] = field(default_factory=list)
-
-
-@dataclass
-class Request:
-    req: ReqId
-    phase: RequestPhase
-    origin: TierId | None
-    finalised: list[int]
-    stores: list[Key] = field(default_factory=list)
-    loads: list[Key] = field(default_factory=list)
-    parked: list[Key] = field(default_factory=list)
-    store_calls: int = 0
-
-
-@dataclass
-class Probe:
-    phase: ProbePhase
-    found: bool | None = None
-    reqs: set[ReqId] = field(default_factory=set)
-
-
-@dataclass
-class Peer:
-    tier: TierId
-    req: ReqId
-    keys: tuple[Key, ...]
-    phase: PeerPhase
-    resolved: dict[Key, bool] = field(default_factory=dict)
-    pending: list[Key] = field(default_factory=list)
-
-
-class Orchestrator:
+class Orchestrator(TierSide):
     """The orchestrator's state and mechanisms (see the module doc)."""
 
     def __init__(self, config: TieringConfig, profile: Profile) -> None:
@@ -130,6 +79,7 @@ class Orchestrator:
         self.gate = False
         self.held = False
         self.armed: set[TierId] = set()
+        self.strays: set[TierId] = set()
         self.next_job = 0
         self.closed = False
         self.hold: list[Key] | None = None
@@ -172,10 +122,26 @@ class Orchestrator:
     def process_finished(self, tiers: Sequence[int] | range) -> None:
         """Take every job the tiers `tiers` reported, in job id order per tier."""
         for t in tiers:
-            done = sorted(j for j, job in self.jobs.items() if job.tier == t)
+            done = sorted(
+                j
+                for j, job in self.jobs.items()
+                if job.tier == t and job.phase is JobPhase.FINISHED_UNSEEN
+            )
+            if t in self.strays:
+                self.stray_report(TierId(t), done)
             for j in done:
-                if self.jobs[j].phase is JobPhase.FINISHED_UNSEEN:
-                    self.process_job(self.jobs[j])
+                self.process_job(self.jobs[j])
+
+    def stray_report(self, t: TierId, batch: list[JobId]) -> None:
+        """Tier `t` reports a job id it was never given, first in its batch: `spec`
+        ignores it; vLLM 0.33 asserts, the rest of the batch taken from the tier and lost
+        (those jobs are never reported again)."""
+        self.strays.discard(t)
+        if self.spec:
+            return
+        for j in batch:
+            self.jobs[j].phase = JobPhase.REGISTERED
+        self.fail("get_finished_jobs", f"tier {t} reported a job it was never given")
 
     def process_job(self, job: Job) -> None:
         """A reported job's effect on the primary: a promotion completes its chunks
@@ -183,6 +149,9 @@ class Orchestrator:
         step_phase(JOB_TABLE, job.phase, JobEvent.PROCESS, item=job.job)
         del self.jobs[job.job]
         outcome = job.outcome or JobOutcome.failed()
+        stray = [k for k in outcome.ok_keys if k not in job.keys]
+        if stray and job.kind is JobKind.PROMOTION and not self.spec:
+            self.fail("complete_promotion", f"job {job.job} reported keys it has not: {stray}")
         if job.kind is JobKind.PROMOTION:
             by = SubmittedPromotion(job.job)
             written = [k for k in job.keys if outcome.succeeded(k)]
@@ -239,20 +208,6 @@ class Orchestrator:
                 return TierAnswer.HIT_PENDING if promoted else TierAnswer.MISS
             retry |= got is TierAnswer.RETRY
         return TierAnswer.RETRY if retry else TierAnswer.MISS
-
-    def tier_lookup(self, t: TierId, key: Key, req: ReqId) -> TierAnswer:
-        """A tier's answer: its copy (synchronous), or its probe (asynchronous)."""
-        if not self.config.tiers[t].async_lookup:
-            present = self.copy_state(t, key) is CopyState.PRESENT
-            return TierAnswer.HIT if present else TierAnswer.MISS
-        probe = self.probes.get((t, key))
-        if probe is None:
-            probe = Probe(step_phase(PROBE_TABLE, ProbePhase.NONE, ProbeEvent.ASK))
-            self.probes[(t, key)] = probe
-        probe.reqs.add(req)
-        if probe.phase is ProbePhase.RESOLVED:
-            return TierAnswer.HIT if probe.found else TierAnswer.MISS
-        return TierAnswer.RETRY
 
     def promote(self, t: TierId, key: Key, req: ReqId) -> bool:
         """Allocate `key`'s chunk for a promotion from tier `t` and stage it; False when
@@ -351,69 +306,6 @@ class Orchestrator:
             elif state is CpuState.PENDING:
                 r.parked.append(key)
         self.cascade(ready, r.req, tiers)
-
-    # ---------------------------------------------------------- the tier side
-
-    def copy_state(self, t: int, key: Key) -> CopyState:
-        got = self.copies.get((TierId(t), key))
-        return CopyState.ABSENT if got is None else got[0]
-
-    def copy_event(self, t: TierId, key: Key, event: CopyEvent, job: JobId | None) -> None:
-        state, writer = self.copies.get((t, key), (CopyState.ABSENT, None))
-        if event is CopyEvent.NOT_WRITTEN and writer != job:
-            return  # only the copy's writer decides
-        after = step_phase(COPY_TABLE, state, event)
-        if after is CopyState.ABSENT:
-            self.copies.pop((t, key), None)
-        else:
-            keep = job if after is CopyState.WRITING and state is CopyState.ABSENT else writer
-            self.copies[(t, key)] = (after, keep if after is CopyState.WRITING else None)
-
-    def tier_finishes(self, job: Job, outcome: JobOutcome) -> None:
-        """The tier finished `job`: its copies (a cascade), its memory of failed loads (a
-        promotion's failed keys are lost at that tier), and the report to poll."""
-        job.phase = step_phase(JOB_TABLE, job.phase, JobEvent.FINISH, item=job.job)
-        job.outcome = outcome
-        for key in job.keys:
-            ok = outcome.succeeded(key)
-            if job.kind is JobKind.CASCADE:
-                event = CopyEvent.WRITTEN if ok else CopyEvent.NOT_WRITTEN
-                self.copy_event(job.tier, key, event, job.job)
-            elif job.kind is JobKind.PROMOTION and not ok:
-                self.copy_event(job.tier, key, CopyEvent.LOST, None)
-                probe = self.probes.get((job.tier, key))
-                if probe is not None:
-                    probe.phase = step_phase(PROBE_TABLE, probe.phase, ProbeEvent.FAIL_LOAD)
-                    if probe.phase is ProbePhase.RESOLVED:
-                        probe.found = False
-
-    def drain(self) -> None:
-        """Every tier finishes every job it has (a reset waits for them)."""
-        for job in sorted(self.jobs.values(), key=lambda j: j.job):
-            if job.phase is JobPhase.SUBMITTED:
-                self.tier_finishes(job, JobOutcome.ok())
-
-    def tier_end_of_step(self) -> None:
-        """The tiers' own end of step: queued probes go to their workers."""
-        for probe in self.probes.values():
-            probe.phase = step_phase(PROBE_TABLE, probe.phase, ProbeEvent.POST)
-
-    def tier_forgets(self, t: int, req: ReqId) -> None:
-        """Tier `t` is told `req` ended: its probes no longer serve it."""
-        for (pt, key), probe in list(self.probes.items()):
-            if pt != t or req not in probe.reqs:
-                continue
-            probe.reqs.discard(req)
-            if not probe.reqs:
-                after = step_phase(PROBE_TABLE, probe.phase, ProbeEvent.RELEASE)
-                if after is ProbePhase.NONE:
-                    del self.probes[(pt, key)]
-
-    def tier_pending_work(self) -> bool:
-        """A tier needs steps while a probe waits to be posted or answered."""
-        return any(
-            p.phase in (ProbePhase.QUEUED, ProbePhase.IN_FLIGHT) for p in self.probes.values()
-        )
 
     # ---------------------------------------------------------------- requests
 

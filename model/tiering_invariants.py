@@ -14,8 +14,7 @@ post-state (after `reset`: nothing left). `check_tiering(snap)` evaluates them a
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from evictable.model.lifecycle import CpuState
@@ -36,12 +35,13 @@ from evictable.model.tiering_types import (
     SubmittedPromotion,
     TierAnswer,
     TieringSnapshot,
-    owner_order,
 )
 from evictable.model.types import Key
 
 __all__ = [
+    "BETWEEN_STEPS",
     "FINDING_CLASS",
+    "LOG_INVARIANTS",
     "POSTCONDITIONS",
     "TIERING_INVARIANTS",
     "TieringVerdict",
@@ -90,8 +90,9 @@ def live_pending_owners(snap: TieringSnapshot) -> dict[Key, list[PendingOwner]]:
     return out
 
 
-def _sorted(owners: Iterable[PendingOwner | PinOwner]) -> list[PendingOwner | PinOwner]:
-    return sorted(owners, key=owner_order)
+def _within(part: Sequence[object], whole: Sequence[object]) -> bool:
+    """Multiset inclusion of two small lists."""
+    return all(part.count(x) <= whole.count(x) for x in set(part))
 
 
 # --------------------------------------------------------------- the primary
@@ -122,10 +123,9 @@ def inv_pins_have_owners(snap: TieringSnapshot) -> Verdict:
     """Every pin of a chunk is held by a live party (no leaked pin)."""
     live = live_pins(snap)
     for c in snap.primary.chunks:
-        have = Counter(c.pins)
         if c.ref_cnt > 0 and c.ref_cnt != len(c.pins):
             return False
-        if have - Counter(live.get(c.key, [])):
+        if c.pins and not _within(c.pins, live.get(c.key, [])):
             return False
     return True
 
@@ -135,7 +135,7 @@ def inv_owners_have_pins(snap: TieringSnapshot) -> Verdict:
     chunks = {c.key: c for c in snap.primary.chunks}
     for key, owners in live_pins(snap).items():
         c = chunks.get(key)
-        if c is None or Counter(owners) - Counter(c.pins):
+        if c is None or not _within(owners, c.pins):
             return False
     return True
 
@@ -152,22 +152,20 @@ def inv_pending_owners_live(snap: TieringSnapshot) -> Verdict:
     chunks = {c.key: c for c in snap.primary.chunks}
     claims = live_pending_owners(snap)
     for chunk in chunks.values():
-        unclaimed = Counter(chunk.owners) - Counter(claims.get(chunk.key, []))
-        if chunk.state is CpuState.PENDING and unclaimed:
+        if chunk.state is CpuState.PENDING and not _within(chunk.owners, claims.get(chunk.key, [])):
             return False
     for key, owners in claims.items():
         c = chunks.get(key)
         if c is None or c.state is not CpuState.PENDING:
             return False
-        if Counter(owners) - Counter(c.owners):
+        if not _within(owners, c.owners):
             return False
     return True
 
 
 def inv_no_stale_write(snap: TieringSnapshot) -> Verdict:
-    """A promotion job in flight writes only the chunks its keys own (the chunk of each
-    key at the job's slot, PENDING under the job), and no call completed a chunk it
-    does not own."""
+    """A promotion job in flight writes only the chunks its keys own: the chunk of each
+    key at the job's slot, PENDING under the job."""
     chunks = {c.key: c for c in snap.primary.chunks}
     for j in snap.jobs:
         if j.kind is not JobKind.PROMOTION or j.phase is not JobPhase.SUBMITTED:
@@ -178,6 +176,12 @@ def inv_no_stale_write(snap: TieringSnapshot) -> Verdict:
                 return False
             if SubmittedPromotion(j.job) not in c.owners:
                 return False
+    return True
+
+
+def inv_owner_completes(snap: TieringSnapshot) -> Verdict:
+    """Only a PENDING chunk's owner completed it in the last call (no completion by a
+    store or a promotion the chunk is not theirs)."""
     if snap.log is None:
         return None
     return all(m.owner in m.owners for m in snap.log if m.kind is MicroKind.COMPLETE)
@@ -228,15 +232,15 @@ def inv_finalised_once(snap: TieringSnapshot) -> Verdict:
 
 
 def inv_pending_work_visible(snap: TieringSnapshot) -> Verdict:
-    """While any job, staged promotion, parked cascade or waiting probe exists,
-    `has_pending_work()` says so (else an idle engine stops stepping and it waits for
-    ever)."""
+    """Between steps (where an engine asks), while any job, staged promotion, parked
+    cascade, waiting probe or peer's lookup exists, `has_pending_work()` says so (else an
+    idle engine stops stepping and it waits for ever)."""
     if snap.pending_work is None:
         return None
     waiting = snap.probes is not None and any(
         p.phase in (ProbePhase.QUEUED, ProbePhase.IN_FLIGHT) for p in snap.probes
     )
-    work = bool(snap.jobs) or bool(snap.staged) or waiting
+    work = bool(snap.jobs) or bool(snap.staged) or waiting or bool(snap.peers)
     work = work or any(r.parked for r in snap.requests)
     return snap.pending_work or not work
 
@@ -270,13 +274,25 @@ TIERING_INVARIANTS: dict[str, TieringInvariant] = {
     "one_pending_owner": inv_one_pending_owner,
     "pending_owners_live": inv_pending_owners_live,
     "no_stale_write": inv_no_stale_write,
+    "owner_completes": inv_owner_completes,
     "hits_stay_resident": inv_hits_stay_resident,
     "only_idle_evicted": inv_only_idle_evicted,
     "finalised_once": inv_finalised_once,
-    "pending_work_visible": inv_pending_work_visible,
     "copies_written_by_jobs": inv_copies_written_by_jobs,
 }
 """Every tiering invariant checked in every state, by name."""
+
+BETWEEN_STEPS: dict[str, TieringInvariant] = {
+    "pending_work_visible": inv_pending_work_visible,
+}
+"""The invariants judged only in states between scheduler steps (where an engine asks
+`has_pending_work()`: no step's hold open)."""
+
+LOG_INVARIANTS: frozenset[str] = frozenset(
+    {"owner_completes", "hits_stay_resident", "only_idle_evicted"}
+)
+"""The invariants that read the last call's record (`snap.log`); the others read the
+state alone."""
 
 POSTCONDITIONS: dict[str, dict[str, TieringInvariant]] = {
     "reset": {"reset_left_nothing": inv_reset_left_nothing},
@@ -290,6 +306,7 @@ FINDING_CLASS: dict[str, str] = {
     "one_pending_owner": "double_owner",
     "pending_owners_live": "owner_lost",
     "no_stale_write": "stale_write",
+    "owner_completes": "stale_write",
     "hits_stay_resident": "evicted_while_hit",
     "only_idle_evicted": "evicted_while_pinned",
     "finalised_once": "finalised_twice",
@@ -312,9 +329,19 @@ class TieringVerdict:
         return not self.violated
 
 
-def check_tiering(snap: TieringSnapshot, after: str | None = None) -> TieringVerdict:
-    """Evaluate every invariant (and the postconditions of the call `after`, if any)."""
-    invs = dict(TIERING_INVARIANTS)
+def check_tiering(
+    snap: TieringSnapshot,
+    after: str | None = None,
+    names: Iterable[str] | None = None,
+    between_steps: bool = False,
+) -> TieringVerdict:
+    """Evaluate every invariant (or those in `names`), those of `BETWEEN_STEPS` when the
+    snapshot is taken between steps, and the postconditions of the call `after`."""
+    every = {**TIERING_INVARIANTS, **BETWEEN_STEPS}
+    chosen = TIERING_INVARIANTS if names is None else {n: every[n] for n in names}
+    invs = dict(chosen)
+    if between_steps and names is None:
+        invs.update(BETWEEN_STEPS)
     if after is not None:
         invs.update(POSTCONDITIONS.get(after, {}))
     violated, skipped = [], []

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from evictable.model.errors import BlockNotFoundError, BlockNotReadyError, NotLoadingError
 from evictable.model.lifecycle import CPU_MACHINE, CpuEvent, CpuState, Phase, step
 from evictable.model.tiering_types import (
     ChunkEntry,
@@ -148,15 +147,6 @@ class Primary:
             self._drop(key)
         return True
 
-    def check_pin(self, keys: Sequence[Key]) -> None:
-        """Raise the CPU table's error for the first key that cannot be pinned."""
-        for key in keys:
-            chunk = self.chunks.get(key)
-            if chunk is None:
-                raise BlockNotFoundError([key], event="load_begin", state="ABSENT")
-            if chunk.phase.state is CpuState.PENDING:
-                raise BlockNotReadyError([key], event="load_begin", state="PENDING")
-
     def pin(self, key: Key, owner: PinOwner) -> None:
         """One more pin of `key` by `owner` (the key must be READY or LOADING)."""
         chunk = self.chunks[key]
@@ -167,21 +157,6 @@ class Primary:
         if was_idle:
             self.evictable.remove(key)
         self.log.append(Micro(MicroKind.PIN, key=key, owner=owner))
-
-    def check_unpin(self, keys: Sequence[Key], owner: PinOwner) -> None:
-        """Raise `NotLoadingError` (or the table's error) for the first key `owner` does
-        not pin."""
-        for key in keys:
-            chunk = self.chunks.get(key)
-            if chunk is None:
-                raise BlockNotFoundError([key], event="load_end", state="ABSENT")
-            if owner not in chunk.pins:
-                raise NotLoadingError(
-                    [key],
-                    event="load_end",
-                    state=chunk.phase.state.name,
-                    reason=f"{owner} holds no pin of it",
-                )
 
     def unpin(self, key: Key, owner: PinOwner | None) -> None:
         """Release one pin of `key` (`owner`'s, or an anonymous one when None)."""

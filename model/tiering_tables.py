@@ -20,19 +20,24 @@ generated from here.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypeVar, cast
 
 from evictable.model.errors import (
     DuplicateRequestError,
     InvariantViolationError,
-    LifecycleError,
     RequestFinishedError,
     UnknownJobError,
     UnknownRequestError,
 )
 from evictable.model.lifecycle import CPU_MACHINE, CpuEvent, TableError
+from evictable.model.tiering_phases import (
+    Move,
+    Noop,
+    PhaseTable,
+    Refusal,
+    step_phase,
+    validate_phases,
+)
 from evictable.model.tiering_types import (
     CopyState,
     JobPhase,
@@ -48,6 +53,7 @@ __all__ = [
     "PEER_TABLE",
     "PHASE_TABLES",
     "PROBE_TABLE",
+    "PROFILE_DIFFERENCES",
     "REQUEST_TABLE",
     "ChunkEvent",
     "ChunkRule",
@@ -161,105 +167,6 @@ def chunk_rule(event: ChunkEvent) -> ChunkRule:
         if rule.event is event:
             return rule
     raise TableError(f"no chunk rule for {event}")
-
-
-# ----------------------------------------------------------------- phase tables
-
-
-@dataclass(frozen=True)
-class Move:
-    """A transition; `case` tells apart several moves of one (state, event)."""
-
-    event: enum.Enum
-    source: enum.Enum
-    target: enum.Enum
-    case: str = ""
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """A rejected (state, event) pair and the error it raises."""
-
-    event: enum.Enum
-    state: enum.Enum
-    error: type[LifecycleError]
-    reason: str
-
-
-@dataclass(frozen=True)
-class Noop:
-    """A (state, event) pair that is a tolerated no-op."""
-
-    event: enum.Enum
-    state: enum.Enum
-    reason: str
-
-
-@dataclass(frozen=True)
-class PhaseTable:
-    """A lifecycle without ref counts, as data."""
-
-    name: str
-    states: tuple[enum.Enum, ...]
-    meanings: Mapping[enum.Enum, str]
-    events: tuple[enum.Enum, ...]
-    initial: tuple[enum.Enum, ...]
-    moves: tuple[Move, ...]
-    refusals: tuple[Refusal, ...] = ()
-    noops: tuple[Noop, ...] = ()
-    final: tuple[enum.Enum, ...] = ()
-    """States a thing stays in for good (exempt from the no-trap rule)."""
-
-    def moves_from(self, state: enum.Enum, event: enum.Enum) -> tuple[Move, ...]:
-        return tuple(m for m in self.moves if m.source is state and m.event is event)
-
-    def refusal(self, state: enum.Enum, event: enum.Enum) -> Refusal | None:
-        return next((r for r in self.refusals if r.state is state and r.event is event), None)
-
-    def noop(self, state: enum.Enum, event: enum.Enum) -> Noop | None:
-        return next((n for n in self.noops if n.state is state and n.event is event), None)
-
-
-E = TypeVar("E", bound=enum.Enum)
-
-
-def step_phase(
-    table: PhaseTable, state: E, event: enum.Enum, case: str = "", item: object = None
-) -> E:
-    """The state after `event` in `state` (the move of `case`, or the only move); a no-op
-    returns `state`; a refusal raises the table's error naming `item`.
-
-    Raises `TableError` when the table has no such rule (a bug of the caller)."""
-    moves = table.moves_from(state, event)
-    if moves:
-        for m in moves:
-            if m.case == case or (len(moves) == 1 and not case):
-                return cast(E, m.target)
-        raise TableError(f"{table.name}: no case {case!r} of {event} in {state}")
-    refusal = table.refusal(state, event)
-    if refusal is not None:
-        raise _refusal_error(refusal, item)
-    if table.noop(state, event) is not None:
-        return state
-    raise TableError(f"{table.name}: no rule for {event} in {state}")
-
-
-def _refusal_error(r: Refusal, item: object) -> LifecycleError:
-    detail = f"{r.event.value} refused in {r.state.name}: {r.reason}"
-    if r.error is UnknownJobError:
-        return UnknownJobError(item, detail)
-    if r.error is UnknownRequestError:
-        return UnknownRequestError(str(item), detail)
-    if r.error is RequestFinishedError:
-        return RequestFinishedError(str(item), detail)
-    if r.error is DuplicateRequestError:
-        return DuplicateRequestError(str(item), detail)
-    return InvariantViolationError([table_name_of(r)], f"{detail} ({item!r})")
-
-
-def table_name_of(r: Refusal) -> str:
-    """The invariant a refusal of an internal event stands for."""
-    return f"{r.event.value}_in_{r.state.name.lower()}"
 
 
 # ------------------------------------------------------------ a tier's copy of a key
@@ -483,6 +390,7 @@ PROBE_TABLE = PhaseTable(
 class PeerEvent(enum.Enum):
     RECEIVE = "receive"  # a peer's lookup message arrives
     SERVE = "serve"  # the tier's serve point looks its keys up and pins the hits
+    GIVE_UP = "give_up"  # the tier's deadline passed: the pending keys are answered MISS
 
 
 _EN, _EQ, _EP = PeerPhase.NONE, PeerPhase.QUEUED, PeerPhase.PARKED
@@ -504,6 +412,11 @@ PEER_TABLE = PhaseTable(
         Move(_E.SERVE, _EQ, _EP, "some key pending"),
         Move(_E.SERVE, _EP, _EN, "every key settled: answered, its request finalised"),
         Move(_E.SERVE, _EP, _EP, "some key still pending"),
+        Move(_E.GIVE_UP, _EP, _EN, "answered (pending keys MISS), its request finalised"),
+    ),
+    refusals=(
+        Refusal(_E.GIVE_UP, _EN, UnknownJobError, "no lookup parked at the tier"),
+        Refusal(_E.GIVE_UP, _EQ, UnknownJobError, "not served yet: no deadline runs"),
     ),
     noops=(
         Noop(_E.SERVE, _EN, "nothing to serve"),
@@ -512,6 +425,64 @@ PEER_TABLE = PhaseTable(
     ),
 )
 
+PROFILE_DIFFERENCES: tuple[tuple[str, str, str], ...] = (
+    (
+        "a promotion inside a lookup hold",
+        "never evicts a key the hold reported HIT; with no other room it answers MISS, so a "
+        "scan answers the resident prefix that fits",
+        "protects only the promoted key: it may evict a key reported HIT a moment before (a "
+        "peer serve then pins it and asserts; a scan answers try later, for ever when its "
+        "prefix is longer than the primary)",
+    ),
+    (
+        "staged promotions",
+        "are pending work (`has_pending_work`)",
+        "are not: one staged by a poll round waits for a step an idle engine never takes",
+    ),
+    (
+        "a submit that raises",
+        "fails its job at once (pins released, chunks aborted); the call goes on",
+        "escapes the call: the job stays registered with its pins and is never reported, the "
+        "rest of the call is skipped (later tiers, the store's count); a flush keeps its "
+        "staged entries and submits them again",
+    ),
+    (
+        "a GPU store's completion",
+        "completes only the chunks its store still owns and cascades only those; a "
+        "request is waiting while a key is pending under its store",
+        "completes every PENDING key named, cascades every key named (asserting each "
+        "readable), counts calls and asserts one was pending",
+    ),
+    (
+        "a GPU load's completion",
+        "releases only the pins its request holds",
+        "releases one pin per key named, whoever holds it, asserting key by key",
+    ),
+    (
+        "a reset over work no tier reported",
+        "fails that work with the reset: nothing is left",
+        "asserts half way (the primary not reset, pins and staged promotions kept)",
+    ),
+    (
+        "a tier's report of a job it was never given",
+        "is ignored",
+        "asserts; the rest of that tier's batch is lost (those jobs never reported again)",
+    ),
+    (
+        "a partial promotion naming keys it has not",
+        "counts only the job's own keys",
+        "asserts after taking the job: its chunks stay PENDING without an owner",
+    ),
+    (
+        "request ids and calls on them",
+        "a known id, a second finish, a call on an unknown request: refused before any change",
+        "a known id replaces its state (its outstanding stores lost); a store or completion "
+        "of an unknown or finalised request changes the primary, then raises KeyError",
+    ),
+)
+"""The named differences between the `spec` and `vllm-0.33` profiles (docs/spec.md,
+generated; docs/semantics.md, "Tiered offloading")."""
+
 PHASE_TABLES: tuple[PhaseTable, ...] = (
     COPY_TABLE,
     JOB_TABLE,
@@ -519,61 +490,6 @@ PHASE_TABLES: tuple[PhaseTable, ...] = (
     PROBE_TABLE,
     PEER_TABLE,
 )
-
-
-# -------------------------------------------------------------------- validation
-
-
-def validate_phases(table: PhaseTable) -> None:
-    """Check a phase table; raise `TableError` on the first problem."""
-    if len(set(table.states)) != len(table.states):
-        raise TableError(f"{table.name}: a state is declared twice")
-    for state in table.states:
-        if state not in table.meanings:
-            raise TableError(f"{table.name}: {state.name} has no meaning")
-        for event in table.events:
-            moves = table.moves_from(state, event)
-            kinds = (
-                int(bool(moves))
-                + int(table.refusal(state, event) is not None)
-                + int(table.noop(state, event) is not None)
-            )
-            if kinds != 1:
-                raise TableError(
-                    f"{table.name}: ({state.name}, {event.value}) must be exactly one of "
-                    f"transition / rejection / no-op, found {kinds}"
-                )
-            cases = [m.case for m in moves]
-            if len(moves) > 1 and (len(set(cases)) != len(cases) or "" in cases):
-                raise TableError(
-                    f"{table.name}: ({state.name}, {event.value}) has moves without distinct cases"
-                )
-    succ: dict[enum.Enum, set[enum.Enum]] = {s: set() for s in table.states}
-    for m in table.moves:
-        if m.source not in succ or m.target not in succ:
-            raise TableError(f"{table.name}: a move names an undeclared state: {m}")
-        succ[m.source].add(m.target)
-    reach = _closure(set(table.initial), succ)
-    unreachable = [s.name for s in table.states if s not in reach]
-    if unreachable:
-        raise TableError(f"{table.name}: unreachable states {unreachable}")
-    home = set(table.initial) | set(table.final)
-    for state in table.states:
-        if state in table.final:
-            continue
-        if not (_closure({state}, succ) & home) or not (succ[state] - {state}):
-            raise TableError(f"{table.name}: {state.name} is a trap state")
-
-
-def _closure(start: set[enum.Enum], succ: Mapping[enum.Enum, set[enum.Enum]]) -> set[enum.Enum]:
-    seen = set(start)
-    frontier = list(start)
-    while frontier:
-        for n in succ[frontier.pop()]:
-            if n not in seen:
-                seen.add(n)
-                frontier.append(n)
-    return seen
 
 
 def _validate_chunk_rules() -> None:

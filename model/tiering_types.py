@@ -469,6 +469,9 @@ class TieringSnapshot:
     next_job: int | None = None
     closed: bool = False
     log: tuple[Micro, ...] | None = field(default=(), compare=False)
+    strays: frozenset[TierId] = frozenset()
+    """Tiers that will report, at their next poll, a job id the orchestrator never gave
+    them (a fault the engine armed with `tier_reports_unknown`)."""
 
     def chunk(self, key: Key) -> ChunkEntry | None:
         """The resident chunk of `key`, or None."""

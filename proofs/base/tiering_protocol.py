@@ -6,6 +6,9 @@ test, and how they build one (docs/semantics.md, "Tiered offloading").
 Each scheduler-side call is one lock hold of the orchestrator; the events are what other
 threads and the tiers do, fired explicitly by the engine (an adapter over real code
 drives its tiers so that they happen exactly then).
+
+Optional: `tier_reports_unknown(tier)` -- a tier will report, at its next poll, a job id
+it was never given (a misbehaving tier); an engine fires it only where the adapter has it.
 """
 
 from __future__ import annotations
@@ -91,6 +94,10 @@ class TieringAdapter(Protocol):
     def tier_drops(self, tier: TierId, key: Key) -> None:
         """Tier `tier` loses its copy of `key`."""
 
+    def peer_gives_up(self, tier: TierId) -> None:
+        """The deadline of the oldest peer lookup parked at serving tier `tier` passes:
+        its pending keys are answered MISS and its request is finished."""
+
 
 TieringFactory = Callable[[TieringConfig], TieringAdapter]
 """`(config) -> adapter`: how every engine builds the orchestrator under test."""
@@ -118,5 +125,6 @@ EVENT_API: tuple[str, ...] = (
     "probe_answers",
     "peer_request",
     "tier_drops",
+    "peer_gives_up",
 )
 """The events every adapter must let the engine fire."""

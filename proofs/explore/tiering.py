@@ -9,7 +9,8 @@ action of the alphabet (`explore.tiering_moves`) and judges each: a call that ra
 shortest trace, as a runnable snippet (`trace_lines`).
 
 Finding classes in `masked` are counted (`Result.notes`) and their edges followed (a
-crash is never followed): the liveness search looks past safety findings. With
+crash is followed only out of a poll round, whose thread logs the exception and goes
+on; elsewhere it ends the engine): the liveness search looks past safety findings. With
 `record_edges`, each state also carries its liveness properties, and
 `explore.liveness.find_lasso` searches the graph for a fair cycle on which a request's
 scan answers "try later" for ever, a staged promotion is never submitted, a job never
@@ -27,7 +28,13 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from evictable.model.tiering import ModelTiering
-from evictable.model.tiering_invariants import FINDING_CLASS, check_tiering
+from evictable.model.tiering_invariants import (
+    BETWEEN_STEPS,
+    FINDING_CLASS,
+    LOG_INVARIANTS,
+    TIERING_INVARIANTS,
+    check_tiering,
+)
 from evictable.model.tiering_types import Profile, TieringSnapshot
 from evictable.proofs.base.tiering_protocol import TieringAdapter
 from evictable.proofs.explore.engine import Expansion, Found, Result, search
@@ -74,13 +81,26 @@ def root_world(bounds: TieringBounds, profile: Profile, model: type[ModelTiering
     return canonical(world, bounds)[0]
 
 
-def judge(act: Act, applied: Applied) -> tuple[str, str] | None:
-    """The finding an edge makes: (class, reason), or None."""
+STATE_INVARIANTS: tuple[str, ...] = tuple(n for n in TIERING_INVARIANTS if n not in LOG_INVARIANTS)
+BETWEEN_INVARIANTS: tuple[str, ...] = (*STATE_INVARIANTS, *BETWEEN_STEPS)
+
+
+def judge(
+    act: Act, applied: Applied, state_verdict: tuple[str, ...] | None = None
+) -> tuple[str, str] | None:
+    """The finding an edge makes: (class, reason), or None. `state_verdict` (the state
+    invariants the world after it violates, remembered per canonical world) stands in
+    for evaluating them on the call's snapshot."""
     if applied.error is not None:
         err = applied.error
         return "crash", f"{act}: raised {type(err).__name__}: {err}"
-    verdict = check_tiering(applied.snap, after=act.op)
-    for name in verdict.violated:
+    if state_verdict is None:
+        between = not applied.world.step_open
+        violated = check_tiering(applied.snap, after=act.op, between_steps=between).violated
+    else:
+        violated = check_tiering(applied.snap, after=act.op, names=LOG_INVARIANTS).violated
+        violated += state_verdict
+    for name in violated:
         return FINDING_CLASS[name], f"{act}: violates {name} ({FINDING_CLASS[name]})"
     return None
 
@@ -105,6 +125,18 @@ class TieringSubject:
         self.liveness = liveness
         self.partner = partner
         self.in_flight: Edge | None = None
+        self.verdicts: dict[World, tuple[str, ...]] = {}
+
+    def state_verdict(self, canon: World) -> tuple[str, ...]:
+        """The state invariants the canonical world `canon` violates (names do not
+        matter to them: judged once per canonical world)."""
+        got = self.verdicts.get(canon)
+        if got is None:
+            names = STATE_INVARIANTS if canon.step_open else BETWEEN_INVARIANTS
+            got = check_tiering(canon.snap, names=names).violated
+            if len(self.verdicts) < 500_000:
+                self.verdicts[canon] = got
+        return got
 
     def root(self) -> tuple[Hashable, Payload]:
         world = root_world(self.bounds, self.profile, self.model)
@@ -121,7 +153,9 @@ class TieringSubject:
             self.in_flight = label
             applied = apply(self.model, self.profile, world, act, self.bounds.stale)
             out.edges += 1
-            found = judge(act, applied)
+            nxt = canonical(applied.world, self.bounds)[0]
+            verdict = () if applied.error is not None else self.state_verdict(nxt)
+            found = judge(act, applied, verdict)
             if found is None and twin is not None:
                 found = self._lockstep(path, twin, label, applied)
             self.in_flight = None
@@ -131,9 +165,8 @@ class TieringSubject:
                     out.found = Found(reason, label)
                     return out
                 out.notes[kind] += 1
-                if applied.error is not None:
-                    continue  # a crash is never followed
-            nxt, _ = canonical(applied.world, self.bounds)
+                if applied.error is not None and act.op != "poll":
+                    continue  # a crash ends the engine; the poll thread logs it and goes on
             out.successors.append((nxt, (nxt, (*path, label) if self.partner else ()), label))
         return out
 

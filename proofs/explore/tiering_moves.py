@@ -1,9 +1,12 @@
 """The tiering explorer's alphabet: every call and event a world allows, and its effect.
 
 Other threads are explicit. The scheduler's calls of one step (`scan` of a waiting
-request, `store` of a running one, `finish`) open the step's hold and `end_step` closes
-it; a poll round (`poll`), the GPU workers' completions (`complete_load`,
-`complete_store`), `new_request` and `reset` come only between holds; the tiers' events
+request, `store` of a running one, `finish`; each request at most once per step) open
+the step's hold and `end_step` closes it; the scheduler scans its waiting requests in
+arrival order, as far into the queue as its budget goes (a step's scans are a prefix of
+the waiting queue, as vLLM's scheduler makes them); a poll round (`poll`), the GPU
+workers' completions (`complete_load`, `complete_store`), `new_request` and `reset`
+come only between holds; the tiers' events
 (`job_finishes` with each outcome, `probe_answers`) and the bounded inputs (a peer's
 lookup, a raising submit, a tier dropping a copy) come between any two calls, so a job
 can finish on either side of a step's poll point. Inside one call the order of lookups,
@@ -27,6 +30,7 @@ from evictable.model.tiering_types import (
     JobKind,
     JobOutcome,
     JobPhase,
+    PeerPhase,
     ProbePhase,
     Profile,
     RequestPhase,
@@ -77,7 +81,7 @@ class Act:
 
 INPUTS: frozenset[str] = frozenset(
     {"new_request", "store", "peer_request", "reset", "reset_flushed", "submit_raises"}
-    | {"tier_drops", "finish"}
+    | {"tier_drops", "tier_reports_unknown", "peer_gives_up", "finish"}
 )
 """New input: never part of a liveness cycle."""
 
@@ -125,12 +129,15 @@ def moves(world: World, bounds: TieringBounds) -> Iterator[Act]:
     s = world.snap
     keys = keys_of(bounds)
     between = not world.step_open
+    queue_scanned = True  # every waiting request before this one was scanned this step
     for i, c in enumerate(world.clients):
         if c.phase is Phase.NEW and between:
             for prefix in itertools.permutations(keys, bounds.requests[i]):
                 yield Act("new_request", i, (prefix,))
         elif c.phase is Phase.WAITING and not c.acted:
-            yield Act("scan", i, (c.prefix,))
+            if queue_scanned:
+                yield Act("scan", i, (c.prefix,))
+            queue_scanned = False
         elif c.phase is Phase.RUNNING and not c.acted:
             yield Act("store", i, (c.prefix[c.hit :],))
         elif c.phase is Phase.STORED and not c.acted:
@@ -164,6 +171,10 @@ def _tier_events(world: World, bounds: TieringBounds) -> Iterator[Act]:
                 for n in range(1, len(j.keys)):
                     for part in itertools.combinations(j.keys, n):
                         yield Act("job_finishes", args=(j.job, JobOutcome.partial(part)))
+        other = [k for k in keys_of(bounds) if k not in j.keys]
+        if bounds.garbage and j.kind is JobKind.PROMOTION and other:
+            garbage = JobOutcome.partial((j.keys[0], other[0]))
+            yield Act("job_finishes", args=(j.job, garbage))
     copies = {(c.tier, c.key): c.state for c in s.copies or ()}
     for p in sorted(s.probes or (), key=lambda p: (p.tier, repr(p.key))):
         if p.phase is ProbePhase.IN_FLIGHT:
@@ -177,6 +188,13 @@ def _tier_events(world: World, bounds: TieringBounds) -> Iterator[Act]:
         for t in range(len(bounds.tiers)):
             if TierId(t) not in s.armed:
                 yield Act("submit_raises", args=(t,))
+    if world.timeouts_used < bounds.timeouts:
+        for t in sorted({p.tier for p in s.peers or () if p.phase is PeerPhase.PARKED}):
+            yield Act("peer_gives_up", args=(t,))
+    if world.strays_used < bounds.strays:
+        for t in range(len(bounds.tiers)):
+            if TierId(t) not in s.strays:
+                yield Act("tier_reports_unknown", args=(t,))
     if world.drops_used < bounds.drops:
         for c in sorted(s.copies or (), key=lambda c: (c.tier, repr(c.key))):
             if c.state is CopyState.PRESENT:
@@ -247,26 +265,27 @@ def _after(
     """The scheduler side after `a` (its GPU work, its phase, the step's hold, the
     inputs used)."""
     clients = list(world.clients)
-    w = replace(world, snap=replace(snap, log=()))
-    if a.op in _IN_STEP:
-        w = replace(w, step_open=True)
+    step_open = world.step_open or a.op in _IN_STEP
     if a.op == "end_step":
-        w = replace(w, step_open=False)
-        clients = [replace(c, acted=False) for c in clients]
+        step_open = False
+        clients = [replace(c, acted=False) if c.acted else c for c in clients]
     if a.client >= 0:
-        clients[a.client] = _client_after(clients[a.client], a, answer, error)
-        if a.op in _IN_STEP:
-            clients[a.client] = replace(clients[a.client], acted=True)
-    if a.op == "reset":
-        clients = clients if stale else [_cancelled(c) for c in clients]
-        w = replace(w, resets_used=w.resets_used + 1)
-    elif a.op == "peer_request":
-        w = replace(w, peers_used=w.peers_used + 1)
-    elif a.op == "submit_raises":
-        w = replace(w, raises_used=w.raises_used + 1)
-    elif a.op == "tier_drops":
-        w = replace(w, drops_used=w.drops_used + 1)
-    return replace(w, clients=tuple(clients))
+        c = _client_after(clients[a.client], a, answer, error)
+        clients[a.client] = replace(c, acted=True) if a.op in _IN_STEP else c
+    if a.op == "reset" and not stale:
+        clients = [_cancelled(c) for c in clients]
+    op = a.op
+    return World(
+        replace(snap, log=()) if snap.log else snap,
+        tuple(clients),
+        step_open,
+        world.peers_used + (op == "peer_request"),
+        world.resets_used + (op == "reset"),
+        world.raises_used + (op == "submit_raises"),
+        world.drops_used + (op == "tier_drops"),
+        world.strays_used + (op == "tier_reports_unknown"),
+        world.timeouts_used + (op == "peer_gives_up"),
+    )
 
 
 def _client_after(c: Client, a: Act, answer: object, error: BaseException | None) -> Client:
@@ -292,6 +311,8 @@ def _client_after(c: Client, a: Act, answer: object, error: BaseException | None
 
 def _cancelled(c: Client) -> Client:
     """A reset cancels the request's GPU work (the connector drops its completions)."""
+    if not (c.loading or c.storing or c.phase is Phase.LOADING):
+        return c
     phase = Phase.RUNNING if c.phase is Phase.LOADING else c.phase
     return replace(c, phase=phase, loading=(), storing=())
 
@@ -323,10 +344,11 @@ def liveness_props(world: World, bounds: TieringBounds) -> StateProps:
 
     Pending: a request waiting for its scan's answer (`answer`), a staged promotion
     (`staged`), a job not processed (`job`, by tier, kind, keys, request), a finished
-    request not finalised (`finalise`), a peer's lookup not answered (`peer`). Weakly
-    fair: a submitted job finishes, a probe in flight answers, a GPU load or store
-    completes, the busy engine steps. Strongly fair: a poll round, a scan of each
-    waiting request, the end of an open step.
+    request (or a peer's, opened by a serve) not finalised (`finalise`), a peer's lookup
+    not answered (`peer`). Weakly
+    fair: a submitted job finishes, a probe in flight answers, the busy engine steps.
+    Strongly fair (enabled only between steps, or once per step): a GPU load or store
+    completes, a poll round, a scan of each waiting request, the end of an open step.
     """
     s = world.snap
     pending: set[object] = set()
@@ -338,9 +360,9 @@ def liveness_props(world: World, bounds: TieringBounds) -> StateProps:
             if not c.acted:
                 strong.add(("scan", i))
         if c.loading and not world.step_open:
-            weak.add(("gpu_load", i))
+            strong.add(("gpu_load", i))
         if c.storing and not world.step_open:
-            weak.add(("gpu_store", i))
+            strong.add(("gpu_store", i))
     if s.staged:
         pending.add(("staged",))
     for j in s.jobs:
@@ -349,7 +371,8 @@ def liveness_props(world: World, bounds: TieringBounds) -> StateProps:
         if j.phase is JobPhase.SUBMITTED:
             weak.add(("finish", content))
     for r in s.requests:
-        if r.phase is RequestPhase.FINISHED:
+        open_peer = r.origin is not None and r.phase is RequestPhase.ACTIVE
+        if r.phase is RequestPhase.FINISHED or open_peer:
             pending.add(("finalise", r.req))
     if s.peers:
         pending.add(("peer",))

@@ -85,7 +85,9 @@ class TieringBounds:
     `drops`: how many resets, raising submits and tier drops a run may have; `stale`:
     GPU completions of work a reset cancelled still reach the orchestrator; `outcomes`:
     jobs may also fail (and promotions of several keys split), not only succeed;
-    `store_failures`: GPU stores may fail.
+    `store_failures`: GPU stores may fail; `strays`: how many times a tier may report a
+    job id it was never given; `garbage`: a promotion may report keys it does not have;
+    `timeouts`: how many parked peer lookups may reach their deadline.
     """
 
     keys: int = 2
@@ -101,6 +103,9 @@ class TieringBounds:
     stale: bool = False
     outcomes: bool = True
     store_failures: bool = False
+    strays: int = 0
+    garbage: bool = False
+    timeouts: int = 0
     max_states: int = 300_000
 
     @property
@@ -108,24 +113,44 @@ class TieringBounds:
         return TieringConfig(self.slots, self.tiers)
 
     def describe(self) -> str:
-        """The bounds in one line (the record's `bounds`)."""
-        tiers = ", ".join(_tier_text(t) for t in self.tiers)
+        """The bounds in one line (the record's `bounds`; no square brackets, which a
+        rich terminal would read as markup)."""
+        tiers = ", ".join(f"{i} {_tier_text(t)}" for i, t in enumerate(self.tiers))
         parts = [
-            f"{self.keys} keys",
-            f"{self.slots} primary slots",
-            f"tiers [{tiers}]",
-            f"requests with prefixes {list(self.requests)}",
+            _count(self.keys, "key"),
+            _count(self.slots, "primary slot"),
+            f"tiers: {tiers}",
+            f"requests: prefixes of {_joined(self.requests)} keys"
+            if self.requests
+            else "no request",
         ]
         if self.peers:
-            parts.append(f"peer lookups {[f'{n} keys at tier {t}' for t, n in self.peers]}")
-        if self.primary or any(self.copies):
-            parts.append(f"start: {self.primary} keys in the primary, tiers hold {self.copies}")
-        for name in ("resets", "raises", "drops"):
+            peers = ", ".join(f"{_count(n, 'key')} at tier {t}" for t, n in self.peers)
+            parts.append(f"peer lookups: {peers}")
+        held = [
+            f"tier {t} holds {' '.join(key_name(i) for i in keys)}"
+            for t, keys in enumerate(self.copies)
+            if keys
+        ]
+        if self.primary or held:
+            ready = [_count(self.primary, "key") + " in the primary"] if self.primary else []
+            parts.append("start: " + ", ".join([*ready, *held]))
+        for name in ("resets", "raises", "drops", "strays", "timeouts"):
             if getattr(self, name):
-                parts.append(f"{getattr(self, name)} {name}")
-        flags = [n for n in ("stale", "store_failures") if getattr(self, n)]
-        parts.append("jobs ok/failed/partial" if self.outcomes else "jobs succeed")
+                parts.append(_count(getattr(self, name), name[:-1]))
+        flags = [
+            n.replace("_", " ") for n in ("stale", "store_failures", "garbage") if getattr(self, n)
+        ]
+        parts.append("jobs ok, failed or split" if self.outcomes else "jobs succeed")
         return "; ".join(parts + flags)
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def _joined(xs: tuple[int, ...]) -> str:
+    return ", ".join(str(x) for x in xs)
 
 
 def _tier_text(t: TierSpec) -> str:
@@ -168,6 +193,28 @@ class World:
     resets_used: int = 0
     raises_used: int = 0
     drops_used: int = 0
+    strays_used: int = 0
+    timeouts_used: int = 0
+
+    def __hash__(self) -> int:
+        """Computed once per world (a world is a key of the visited set and caches)."""
+        got: int | None = self.__dict__.get("hash_cache")
+        if got is None:
+            got = hash(
+                (
+                    self.snap,
+                    self.clients,
+                    self.step_open,
+                    self.peers_used,
+                    self.resets_used,
+                    self.raises_used,
+                    self.drops_used,
+                    self.strays_used,
+                    self.timeouts_used,
+                )
+            )
+            object.__setattr__(self, "hash_cache", got)
+        return got
 
 
 @dataclass(frozen=True)
@@ -389,7 +436,18 @@ def canonical(world: World, bounds: TieringBounds) -> tuple[World, Renaming]:
         see_key(k)
     jobs = {j: i for i, j in enumerate(_job_ids(s))}
     n = Renaming(keys, jobs, reqs)
+    if _identity(n) and s.next_job == len(jobs) and not s.log:
+        return world, n
     return rename(world, n), n
+
+
+def _identity(n: Renaming) -> bool:
+    """Whether `n` names everything as it is named already."""
+    return (
+        all(k == v for k, v in n.keys.items())
+        and all(k == v for k, v in n.jobs.items())
+        and all(k == v for k, v in n.reqs.items())
+    )
 
 
 def _request_signature(r: RequestEntry) -> tuple[object, ...]:

@@ -37,6 +37,7 @@ GROUPS: tuple[str, ...] = (
     "evictable.proofs.obligations.explore_gpu",
     "evictable.proofs.obligations.explore_lazy_cursor",
     "evictable.proofs.obligations.explore_lazy_fixed",
+    "evictable.proofs.obligations.explore_tiering",
     "evictable.proofs.obligations.own_table",
     "evictable.proofs.obligations.lockstep_probes",
     "evictable.proofs.obligations.lockstep_queue_probes",

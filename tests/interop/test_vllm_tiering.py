@@ -117,7 +117,7 @@ def _finish_submitted(a: VllmTiering) -> None:
 
 
 def _between_steps_ok(a: VllmTiering, after: str | None = None) -> None:
-    verdict = check_tiering(a.snapshot(), after)
+    verdict = check_tiering(a.snapshot(), after, between_steps=True)
     assert verdict.violated == (), verdict
 
 
@@ -207,5 +207,32 @@ def test_a_prefix_longer_than_the_primary_never_answers_through_the_adapter() ->
             assert a.scan(ReqId("r"), [K(1), K(2), K(3)]) is None
             assert "hits_stay_resident" in check_tiering(a.snapshot()).violated
             a.end_step()
+    finally:
+        a.shutdown()
+
+
+@pytest.mark.parametrize("factory", [peer_tiering, harness_tiering])
+def test_a_promotion_staged_by_a_peer_that_gave_up_is_hidden_work(
+    factory: Callable[[TieringConfig], VllmTiering],
+) -> None:
+    a = factory(TieringConfig(4, (TierSpec("serving", serving=True), TierSpec("plain"))))
+    try:
+        a.new_request(ReqId("w"))
+        a.store(ReqId("w"), [K(1)])
+        a.complete_store(ReqId("w"), [K(1)])
+        _finish_submitted(a)
+        a.end_step()
+        a.end_step()
+        a.finish(ReqId("w"))
+        a.end_step()
+        a.reset()  # K1 is left in the tier only
+        a.reset_flushed()
+        a.peer_request(TierId(0), [K(1)])
+        a.poll()  # K1's promotion is staged; the peer's lookup waits for it
+        a.peer_gives_up(TierId(0))
+        a.poll()
+        snap = a.snapshot()
+        assert snap.staged and not snap.pending_work
+        assert check_tiering(snap, between_steps=True).violated == ("pending_work_visible",)
     finally:
         a.shutdown()

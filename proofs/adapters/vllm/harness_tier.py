@@ -51,6 +51,7 @@ __all__ = [
     "PeerServerTier",
     "Probe",
     "ServingHarnessTier",
+    "give_up",
     "round_of",
 ]
 
@@ -246,8 +247,35 @@ class ServingHarnessTier(HarnessTier):
                 self.peers.remove(entry)
                 parent.on_request_finished(entry.ctx)
 
+    def give_up(self, parent: Any) -> None:
+        """The deadline of the oldest parked peer lookup passes: its pending keys are
+        answered MISS and its request ends (through `parent`, as in a serve)."""
+        parked = [p for p in self.peers if p.phase is PeerPhase.PARKED]
+        if not parked:
+            raise UnknownJobError(self.index, "no peer lookup parked at this tier")
+        entry = parked[0]
+        for key in entry.pending:
+            entry.resolved[key] = False
+        entry.pending = []
+        self.peers.remove(entry)
+        parent.on_request_finished(entry.ctx)
+
     def _is_peer_store(self, job: Any) -> bool:
         return int(job.job_id) in self.peer_jobs
+
+
+def give_up(server: Any, parent: Any) -> bool:
+    """The deadline of the oldest lookup parked at vLLM's p2p `ServerRole` `server`
+    passes: vLLM's own deadline path (`_resolve_pending_lookups` past `deadline`:
+    the keys still pending, after one more look, are answered MISS and the lookup's
+    request ends). False when nothing is parked there."""
+    for kv, state in server._requests.items():
+        if state.lookups:
+            oldest = min(state.lookups)
+            state.lookups[oldest].deadline = 0.0
+            server._resolve_pending_lookups(kv, parent)
+            return True
+    return False
 
 
 def round_of(server: Any, job_id: int) -> tuple[str, int, list[Hashable]] | None:

@@ -71,7 +71,7 @@ from evictable.model.tiering_types import (
     TierSpec,
 )
 from evictable.model.types import Key
-from evictable.proofs.adapters.vllm.harness_tier import HARNESS_MODULE, round_of
+from evictable.proofs.adapters.vllm.harness_tier import HARNESS_MODULE, give_up, round_of
 from evictable.proofs.adapters.vllm.keys import OffloadKey
 from evictable.proofs.adapters.vllm.manager import translate_store
 from evictable.proofs.adapters.vllm.tiering_build import StubConnection, build_manager
@@ -340,6 +340,27 @@ class VllmTiering:
                 os.remove(path)
         else:
             t.drop(key)
+
+    def peer_gives_up(self, tier: TierId) -> None:
+        t = self._tier(tier, "serving", "peer", "p2p")
+        kind = self.kinds[int(tier)]
+        parent = self.vllm._tier_parents[t]
+
+        def run() -> None:
+            self.recorder.serving = True  # the give-up's lookups are a peer's hold
+            try:
+                if kind == "serving":
+                    t.give_up(parent)
+                    return
+                servers = (
+                    [t.server] if kind == "peer" else [s._server for s in t._sessions.values()]
+                )
+                if not any(give_up(server, parent) for server in servers):
+                    raise UnknownJobError(tier, "no peer lookup parked at this tier")
+            finally:
+                self.recorder.end_serve()
+
+        self._call("peer_gives_up", run)
 
     def _p2p_fetch(self, index: int, job: int, success: bool) -> None:
         conn = self.peers[index]

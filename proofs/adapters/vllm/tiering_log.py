@@ -200,9 +200,13 @@ class Recorder:
         try:
             return original(parent)
         finally:
-            self.serving = False
-            if self.hold is not None:
-                self.close()
+            self.end_serve()
+
+    def end_serve(self) -> None:
+        """A serve (or a peer's give-up) ends: so does its last peer lookup's hold."""
+        self.serving = False
+        if self.hold is not None:
+            self.close()
 
     def _refs(self, keys: Iterable[Hashable]) -> dict[Hashable, int | None]:
         policy = self.adapter.primary._policy

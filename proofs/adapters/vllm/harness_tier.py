@@ -5,7 +5,8 @@
 * `HarnessTier` -- a tier whose every move is an engine's event: a submitted job
   finishes, fails or splits (a partial promotion) only when `finish` is called; the
   next `submit_store` / `submit_load` raises `TierSubmitError` when `armed` (a tier
-  fault: the tier API asks for failures as results); with `async_lookup`, a lookup
+  fault: the tier API asks for failures as results); with `stray`, its next batch of
+  results starts with a job id it was never given (`STRAY_JOB`); with `async_lookup`, a lookup
   answers RETRY until the probe of that key is posted (`on_schedule_end`) and
   answered (`answer`), then the answer, as vLLM's fs tier does; `drop` loses a copy.
   `drain_jobs` finishes every submitted job with success (the contract's drain).
@@ -46,6 +47,7 @@ from evictable.proofs.adapters.vllm.tiering_build import StubData
 
 __all__ = [
     "HARNESS_MODULE",
+    "STRAY_JOB",
     "HarnessTier",
     "PeerRequest",
     "PeerServerTier",
@@ -54,6 +56,9 @@ __all__ = [
     "give_up",
     "round_of",
 ]
+
+STRAY_JOB = -1
+"""The job id a harness tier reports when told to report one it was never given."""
 
 HARNESS_MODULE = __name__
 """The `module_path` that vLLM's tier factory loads these classes from."""
@@ -105,6 +110,7 @@ class HarnessTier(SecondaryTierManager):  # type: ignore[misc]
         self.reported: dict[int, tuple[Any, JobOutcome]] = {}  # finished, not yet taken
         self.results: list[JobResult] = []
         self.armed = False
+        self.stray = False
         self.probes: dict[Hashable, Probe] = {}
 
     # ------------------------------------------------------------- vLLM's tier API
@@ -127,6 +133,9 @@ class HarnessTier(SecondaryTierManager):  # type: ignore[misc]
     def get_finished_jobs(self) -> Iterable[JobResult]:
         done, self.results = self.results, []
         self.reported.clear()
+        if self.stray:  # a job id never given, first in the batch
+            self.stray = False
+            done.insert(0, JobResult(job_id=STRAY_JOB, success=True))
         return done
 
     def drain_jobs(self) -> None:

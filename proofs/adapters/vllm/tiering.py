@@ -304,6 +304,11 @@ class VllmTiering:
     def submit_raises(self, tier: TierId) -> None:
         self._tier(tier, "harness", "serving").armed = True
 
+    def tier_reports_unknown(self, tier: TierId) -> None:
+        """Tier `tier` (a harness tier) reports, first in its next batch of results, a
+        job id it was never given."""
+        self._tier(tier, "harness", "serving").stray = True
+
     def probe_answers(self, tier: TierId, key: Key, found: bool) -> None:
         t = self._tier(tier, "harness", "serving", "fs")
         if self.kinds[int(tier)] != "fs":

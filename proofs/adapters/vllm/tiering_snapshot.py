@@ -30,8 +30,8 @@ What is read, and from where (a `VllmTiering` `a`, its manager `m`):
   **peers**: the p2p server roles' queued and parked lookups (and LookupMsgs still in
   the stub connection), the serving harness tiers' peer requests.
 * `pending_work` is `m.has_pending_work()`, `gate` `m._processed_jobs_this_step`,
-  `held` `m._promotions_held`, `next_job` `m._job_id_counter`, `log` the last call's
-  record (`tiering_log`).
+  `held` `m._promotions_held`, `next_job` `m._job_id_counter`, `armed` / `strays` the
+  harness tiers' armed faults, `log` the last call's record (`tiering_log`).
 """
 
 from __future__ import annotations
@@ -346,11 +346,11 @@ def _peers(a: Any) -> tuple[PeerEntry, ...]:
 def read_snapshot(a: Any) -> TieringSnapshot:
     """Everything of `a` (a `VllmTiering`) a snapshot holds (module docstring)."""
     m = a.vllm
-    armed = frozenset(
-        TierId(i)
+    ours = [
+        (TierId(i), t)
         for i, (k, t) in enumerate(zip(a.kinds, a.tiers, strict=True))
-        if k in ("harness", "serving") and t.armed
-    )
+        if k in ("harness", "serving")
+    ]
     return TieringSnapshot(
         config=a.config,
         primary=_primary(a),
@@ -363,7 +363,8 @@ def read_snapshot(a: Any) -> TieringSnapshot:
         pending_work=bool(m.has_pending_work()),
         gate=bool(m._processed_jobs_this_step),
         held=bool(m._promotions_held),
-        armed=armed,
+        armed=frozenset(i for i, t in ours if t.armed),
+        strays=frozenset(i for i, t in ours if t.stray),
         next_job=int(m._job_id_counter),
         closed=bool(a.closed),
         log=a.recorder.last,

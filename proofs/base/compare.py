@@ -145,6 +145,18 @@ class Kind(enum.Enum):
     TIER_GARBAGE = "malformed answer"  # a lookup or a result outside the API's values
     TIER_UNSTABLE = "lookup unstable within a hold"
     TIER_EVENTS = "inconsistent events"
+    # The tiering orchestrator's classes (`check.tiering`, `model.tiering_invariants`):
+    EVICTED_WHILE_HIT = "evicted while reported HIT"
+    EVICTED_WHILE_PINNED = "evicted while pinned"
+    STALE_WRITE = "stale write"  # a job writes a chunk its key no longer owns
+    DOUBLE_OWNER = "double owner"  # a pending chunk with two parties completing it
+    OWNER_LOST = "owner lost"  # a pending or read chunk whose owner is gone
+    RESET_LEFT_WORK = "reset left work in flight"
+    CRASH = "crash"  # a legal call raised
+    FINALISED_TWICE = "finalised twice"  # a request told to a tier not exactly once
+    PENDING_HIDDEN = "pending work hidden"
+    NEVER_ANSWERS = "never answers"  # a fair cycle on which something stays pending
+    DIVERGENCE = "diverges from the model"
     ATOMICITY = "atomicity"
     RESULT = "different result"
     STATE = "different state"

@@ -236,3 +236,47 @@ def test_a_promotion_staged_by_a_peer_that_gave_up_is_hidden_work(
         assert check_tiering(snap, between_steps=True).violated == ("pending_work_visible",)
     finally:
         a.shutdown()
+
+
+# ---------------------------------------------------------- the lock-step target
+
+LOCKSTEP = {
+    "harness_tiering": [
+        "evicted_while_hit",
+        "reset_left_work",
+        "never_answers",
+        "never_answers",
+        "never_answers",
+    ],
+    "peer_tiering": ["evicted_while_hit", "reset_left_work", "never_answers", "never_answers"],
+    "p2p_tiering": ["evicted_while_hit", "reset_left_work", "never_answers", "never_answers"],
+    "fs_tiering": ["evicted_while_hit", "never_answers"],
+    "example_tiering": ["evicted_while_hit"],
+}
+"""`evictable check --target tiering --seed 1` per factory: the classes found."""
+
+
+@pytest.mark.parametrize("factory", sorted(LOCKSTEP))
+def test_the_lockstep_target_on_vllms_orchestrator(check: Any, factory: str) -> None:
+    code, report, out = check(
+        f"evictable.proofs.adapters.vllm:{factory}", "--target", "tiering", "--seed", "1"
+    )
+    assert (code, classes(report)) == (1, LOCKSTEP[factory]), out
+    assert "divergence" not in classes(report)
+    assert any(w.startswith("stale") for w in report["tiering"]["skipped"])
+
+
+def test_a_lockstep_finding_is_a_program_that_runs_on_vllm(check: Any, tmp_path: Path) -> None:
+    _, report, _ = check(
+        "evictable.proofs.adapters.vllm:harness_tiering", "--target", "tiering", "--seed", "1"
+    )
+    snippet = report["findings"][0]["snippet"]
+    script = tmp_path / "finding.py"
+    script.write_text(snippet, encoding="utf-8")
+    namespace: dict[str, Any] = {}
+    exec(compile(snippet, str(script), "exec"), namespace)
+    m = namespace["m"]
+    try:
+        assert "hits_stay_resident" in check_tiering(m.snapshot()).violated
+    finally:
+        m.shutdown()

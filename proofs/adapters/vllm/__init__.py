@@ -58,8 +58,8 @@ from evictable.proofs.adapters.vllm.manager import (
     lru_manager,
     manager,
 )
-from evictable.proofs.adapters.vllm.tiering import (
-    VllmTiering,
+from evictable.proofs.adapters.vllm.tiering import VllmTiering
+from evictable.proofs.adapters.vllm.tiering_factories import (
     example_tiering,
     fs_tiering,
     harness_tiering,

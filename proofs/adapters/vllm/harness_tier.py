@@ -9,7 +9,9 @@
   results starts with a job id it was never given (`STRAY_JOB`); with `async_lookup`, a lookup
   answers RETRY until the probe of that key is posted (`on_schedule_end`) and
   answered (`answer`), then the answer, as vLLM's fs tier does; `drop` loses a copy.
-  `drain_jobs` finishes every submitted job with success (the contract's drain).
+  `drain_jobs` finishes every submitted job with success (the contract's drain),
+  but for a serving tier's peer store jobs, which wait for their peer's fetch (as
+  vLLM's p2p tier's do: the model's `vllm-0.33` semantics).
 * `ServingHarnessTier` -- the same, serving peers between steps
   (`tolerates_off_thread_polling`): `peer_request(keys)` queues a peer's lookup; each
   serve looks the keys up through the `ParentManager`, pins the hits in one
@@ -140,7 +142,13 @@ class HarnessTier(SecondaryTierManager):  # type: ignore[misc]
 
     def drain_jobs(self) -> None:
         for job_id in list(self.submitted):
-            self.finish(job_id, JobOutcome.ok())
+            if not self._is_peer_store(self.submitted[job_id]):
+                self.finish(job_id, JobOutcome.ok())
+
+    def has_pending_work(self) -> bool:
+        """Its own work: a probe not answered yet (its end of step must post it, or an
+        answer must be applied)."""
+        return any(p.phase != "resolved" for p in self.probes.values())
 
     def on_new_request(self, req_context: Any) -> RequestOffloadingContext:
         if self.request_level:
@@ -226,10 +234,13 @@ class ServingHarnessTier(HarnessTier):
         return entry
 
     def has_pending_work(self) -> bool:
-        return bool(self.peers)
+        return bool(self.peers) or super().has_pending_work()
 
     def serve_external_requests(self, parent: Any) -> None:
         for entry in list(self.peers):
+            # Taken off the list while it is served, as vLLM's server role dequeues a
+            # LookupMsg: a serve that raises loses it.
+            self.peers.remove(entry)
             if entry.phase is PeerPhase.QUEUED:
                 entry.ctx = ReqContext(req_id=entry.req)
                 parent.on_new_request(entry.ctx)
@@ -252,8 +263,9 @@ class ServingHarnessTier(HarnessTier):
                 job = parent.create_store_job(hits, entry.ctx)
                 self.submitted[int(job.job_id)] = job
                 self.peer_jobs.add(int(job.job_id))
-            if not entry.pending:
-                self.peers.remove(entry)
+            if entry.pending:
+                self.peers.append(entry)
+            else:
                 parent.on_request_finished(entry.ctx)
 
     def give_up(self, parent: Any) -> None:

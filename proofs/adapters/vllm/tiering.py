@@ -49,16 +49,20 @@ import tempfile
 import time
 from collections.abc import Callable, Hashable, Sequence
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
+import numpy as np
 from vllm.distributed.kv_transfer.kv_connector.v1.offloading.scheduler import (
     OffloadingConnectorScheduler,
 )
 from vllm.v1.kv_offload.base import ReqContext, ScheduleEndContext
 from vllm.v1.kv_offload.tiering.async_lookup import LookupPhase
+from vllm.v1.kv_offload.tiering.base import TransferJob
 
 from evictable.model.errors import InvalidArgumentError, UnknownJobError, UnknownTierError
+from evictable.model.states import CpuState
 from evictable.model.tiering_types import (
+    CopyState,
     JobId,
     JobOutcome,
     OutcomeKind,
@@ -72,21 +76,13 @@ from evictable.model.tiering_types import (
 )
 from evictable.model.types import Key
 from evictable.proofs.adapters.vllm.harness_tier import HARNESS_MODULE, give_up, round_of
-from evictable.proofs.adapters.vllm.keys import OffloadKey
+from evictable.proofs.adapters.vllm.keys import K, OffloadKey
 from evictable.proofs.adapters.vllm.manager import translate_store
 from evictable.proofs.adapters.vllm.tiering_build import StubConnection, build_manager
 from evictable.proofs.adapters.vllm.tiering_log import Recorder
 from evictable.proofs.adapters.vllm.tiering_snapshot import pending_owners, read_snapshot
 
-__all__ = [
-    "KINDS",
-    "VllmTiering",
-    "example_tiering",
-    "fs_tiering",
-    "harness_tiering",
-    "p2p_tiering",
-    "peer_tiering",
-]
+__all__ = ["KINDS", "VllmTiering"]
 
 KINDS = ("example", "fs", "harness", "serving", "peer", "p2p")
 """The tier kinds a `VllmTiering` builds (see the module docstring)."""
@@ -113,6 +109,28 @@ def _entry(kind: str, index: int, spec: TierSpec, root: str | None) -> dict[str,
     }
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _recorded(
+    fn: Callable[Concatenate[VllmTiering, P], R],
+) -> Callable[Concatenate[VllmTiering, P], R]:
+    """An event of the engine: its own record (`TieringSnapshot.log`), then the fs
+    tiers settle, as after every call."""
+
+    def run(self: VllmTiering, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        self.recorder.begin(fn.__name__)
+        try:
+            return fn(self, *args, **kwargs)
+        finally:
+            self.recorder.end()
+            self._settle()
+
+    run.__name__, run.__doc__ = fn.__name__, fn.__doc__
+    return run
+
+
 class VllmTiering:
     """One vLLM `TieringOffloadingManager` with the tiering adapter protocol."""
 
@@ -133,8 +151,13 @@ class VllmTiering:
         self.contexts: dict[str, Any] = {}
         self.finished: set[str] = set()
         self.stores: dict[str, list[Key]] = {}
+        """Per request, the engine's keys of its GPU stores prepared, not completed."""
         self.loads: dict[str, list[Key]] = {}
+        """Per request, the engine's keys its scans pinned, not completed."""
         self.keys_seen: dict[bytes, Key] = {}
+        """vLLM's key -> the engine's key (the same object when the engine's are bytes)."""
+        self.vkeys: dict[Hashable, Key] = {}
+        """An engine key that is not bytes (the model's `"k0"`) -> the vLLM key made for it."""
         self.peers: dict[int, StubConnection] = {}
         self.peer_rounds: dict[int, int] = {}
         self.closed = False
@@ -148,14 +171,24 @@ class VllmTiering:
     def key(self, raw: Hashable) -> Key:
         """The key as the engine made it (vLLM hands back plain bytes)."""
         if isinstance(raw, bytes):
-            return self.keys_seen.get(raw) or OffloadKey(raw)
+            return self.keys_seen[raw] if raw in self.keys_seen else OffloadKey(raw)
         return raw
 
+    def vkey(self, key: Key) -> Key:
+        """The vLLM key of the engine's `key`: itself when it is bytes (vLLM's format),
+        else `K(n)`, n in order of first use (vLLM's manager reads a key's last four
+        bytes as its group, so it must be bytes)."""
+        if isinstance(key, bytes):
+            self.keys_seen.setdefault(bytes(key), key)
+            return key
+        made = self.vkeys.get(key)
+        if made is None:
+            made = self.vkeys[key] = K(len(self.vkeys))
+            self.keys_seen[bytes(made)] = key
+        return made
+
     def _see(self, keys: Sequence[Key]) -> list[Key]:
-        for k in keys:
-            if isinstance(k, bytes):
-                self.keys_seen.setdefault(bytes(k), k)
-        return list(keys)
+        return [self.vkey(k) for k in keys]
 
     def pending_owners(self, key: Hashable) -> tuple[PendingOwner, ...]:
         """Who may complete the PENDING chunk of `key` now (`tiering_snapshot`)."""
@@ -201,12 +234,61 @@ class VllmTiering:
             raise UnknownTierError(tier, f"a {self.kinds[int(tier)]} tier cannot do that")
         return self.tiers[int(tier)]
 
+    def start(self, snap: TieringSnapshot) -> None:
+        """Bring this fresh orchestrator to the start state `snap` (the model's
+        `root_snapshot`): READY primary chunks, least recent first in slot order (each
+        stored straight into the primary tier as a request of its own, so no cascade),
+        and PRESENT tier copies (written into the example, fs or harness tier directly).
+        Anything else in `snap` is refused."""
+        chunks = sorted(snap.primary.chunks, key=lambda c: c.slot)
+        if (
+            snap.jobs
+            or snap.staged
+            or snap.requests
+            or snap.peers
+            or snap.probes
+            or any(c.state is not CpuState.READY for c in chunks)
+            or any(c.state is not CopyState.PRESENT for c in snap.copies or ())
+        ):
+            raise InvalidArgumentError("a start state holds READY chunks and tier copies only")
+        p = self.primary
+        with self.vllm.lock:
+            for i, c in enumerate(chunks):
+                ctx = ReqContext(req_id=f"start{i}")
+                p.on_new_request(ctx)
+                p.prepare_store([self.vkey(c.key)], ctx)
+                p.complete_store([self.vkey(c.key)], ctx)
+                p.on_request_finished(ctx)
+        for n, copy in enumerate(sorted(snap.copies or (), key=lambda c: (c.tier, str(c.key)))):
+            tier, kind, key = (
+                self.tiers[int(copy.tier)],
+                self.kinds[int(copy.tier)],
+                self.vkey(copy.key),
+            )
+            if kind == "example":
+                tier.chunks[key] = True
+            elif kind in ("harness", "serving"):
+                tier.present.add(key)
+            elif kind == "fs":
+                job = TransferJob(
+                    -1 - n, [key], np.array([0], dtype=np.int32), False, ReqContext("start")
+                )
+                tier.submit_store(job)
+                tier.drain_jobs()
+                list(tier.get_finished_jobs())
+            else:
+                raise InvalidArgumentError(f"a {kind} tier holds no copies")
+        self.recorder.begin("start")  # the start is no call: an empty record
+        self.recorder.end()
+        self._settle()
+
     # --------------------------------------------------------- scheduler side
 
     def new_request(self, req: ReqId) -> None:
         self._call("new_request", lambda: self.vllm.on_new_request(self._ctx(req)))
 
     def scan(self, req: ReqId, keys: Sequence[Key]) -> int | None:
+        mine = list(keys)
         keys = self._see(keys)
         ctx = self._ctx(req)
 
@@ -217,7 +299,7 @@ class VllmTiering:
             )
             if n:
                 self.vllm.prepare_load(keys[:n], ctx)
-                self.loads.setdefault(req, []).extend(keys[:n])
+                self.loads.setdefault(req, []).extend(mine[:n])
             self.recorder.close()
             return int(n) if n is not None else None
 
@@ -238,18 +320,18 @@ class VllmTiering:
         return got
 
     def complete_store(self, req: ReqId, keys: Sequence[Key], success: bool = True) -> None:
-        keys = self._see(keys)
+        mine, keys = list(keys), self._see(keys)
         try:
             self._call(
                 "complete_store", lambda: self.vllm.complete_store(keys, self._ctx(req), success)
             )
         finally:
-            _remove(self.stores.get(req), keys)
+            _remove(self.stores.get(req), mine)
 
     def complete_load(self, req: ReqId, keys: Sequence[Key]) -> None:
-        keys = self._see(keys)
+        mine, keys = list(keys), self._see(keys)
         self._call("complete_load", lambda: self.vllm.complete_load(keys, self._ctx(req)))
-        _remove(self.loads.get(req), keys)
+        _remove(self.loads.get(req), mine)
 
     def finish(self, req: ReqId) -> None:
         self._call("finish", lambda: self.vllm.on_request_finished(self._ctx(req)))
@@ -286,12 +368,15 @@ class VllmTiering:
 
     # ------------------------------------------------------ other threads, tiers
 
+    @_recorded
     def job_finishes(self, job: JobId, outcome: JobOutcome) -> None:
         meta = self.vllm._jobs.get(int(job))
         if meta is None:
             raise UnknownJobError(job, "not registered with the manager")
         index = int(meta.tier_idx)
         kind, tier = self.kinds[index], self.tiers[index]
+        if outcome.kind is OutcomeKind.PARTIAL:
+            outcome = JobOutcome.partial(tuple(self.vkey(k) for k in outcome.ok_keys))
         if kind in ("harness", "serving"):
             tier.finish(int(job), outcome)
         elif kind == "peer":
@@ -301,16 +386,20 @@ class VllmTiering:
         elif outcome.kind is not OutcomeKind.OK:
             raise UnknownJobError(job, f"the {kind} tier finishes its jobs by itself")
 
+    @_recorded
     def submit_raises(self, tier: TierId) -> None:
         self._tier(tier, "harness", "serving").armed = True
 
+    @_recorded
     def tier_reports_unknown(self, tier: TierId) -> None:
         """Tier `tier` (a harness tier) reports, first in its next batch of results, a
         job id it was never given."""
         self._tier(tier, "harness", "serving").stray = True
 
+    @_recorded
     def probe_answers(self, tier: TierId, key: Key, found: bool) -> None:
         t = self._tier(tier, "harness", "serving", "fs")
+        key = self.vkey(key)
         if self.kinds[int(tier)] != "fs":
             t.answer(key, found)
             return
@@ -318,6 +407,7 @@ class VllmTiering:
         if state is None or state.result is not bool(found):
             raise InvalidArgumentError(f"vLLM's fs tier answers what the disk holds for {key!r}")
 
+    @_recorded
     def peer_request(self, tier: TierId, keys: Sequence[Key]) -> None:
         keys = self._see(keys)
         t = self._tier(tier, "serving", "peer", "p2p")
@@ -334,9 +424,11 @@ class VllmTiering:
             {"type": "lookup", "kv_request_id": f"kv{seq}", "keys": keys, "round_seq": seq}
         )
 
+    @_recorded
     def tier_drops(self, tier: TierId, key: Key) -> None:
         t = self._tier(tier, "example", "fs", "harness", "serving")
         kind = self.kinds[int(tier)]
+        key = self.vkey(key)
         if kind == "example":
             t.chunks.pop(key, None)
         elif kind == "fs":
@@ -414,57 +506,3 @@ def _remove(held: list[Key] | None, keys: Sequence[Key]) -> None:
     for k in keys:
         if k in held:
             held.remove(k)
-
-
-# -------------------------------------------------------------------- factories
-
-
-def _kinds(config: TieringConfig, serving: str | None, asynch: str | None, name: str) -> list[str]:
-    kinds = []
-    for i, spec in enumerate(config.tiers):
-        kind = serving if spec.serving else asynch if spec.async_lookup else "example"
-        if kind is None or spec.request_level:
-            raise InvalidArgumentError(f"{name}: tier {i} ({spec}) is not a tier it builds")
-        kinds.append(kind)
-    return kinds
-
-
-def example_tiering(config: TieringConfig) -> VllmTiering:
-    """vLLM's orchestrator with vLLM's example tier for every tier (no serving, no
-    probes, no request-level tiers: refused)."""
-    return VllmTiering(config, _kinds(config, None, None, "example_tiering"))
-
-
-def fs_tiering(config: TieringConfig) -> VllmTiering:
-    """vLLM's fs tier (on a temporary directory) for every tier with asynchronous
-    lookups, the example tier for the others; no serving tier."""
-    return VllmTiering(config, _kinds(config, None, "fs", "fs_tiering"))
-
-
-def peer_tiering(config: TieringConfig) -> VllmTiering:
-    """A serving tier is vLLM's p2p `ServerRole` behind our `PeerServerTier`; tiers
-    with asynchronous lookups are fs tiers; the others example tiers."""
-    return VllmTiering(config, _kinds(config, "peer", "fs", "peer_tiering"))
-
-
-def p2p_tiering(config: TieringConfig) -> VllmTiering:
-    """A serving tier is vLLM's real `P2PSecondaryTierManager` (stub transports); tiers
-    with asynchronous lookups are fs tiers; the others example tiers."""
-    return VllmTiering(config, _kinds(config, "p2p", "fs", "p2p_tiering"))
-
-
-def harness_tiering(config: TieringConfig) -> VllmTiering:
-    """Every tier a harness tier of ours (`harness_tier`): serving, asynchronous and
-    request-level as each `TierSpec` says; every move of a tier is an event."""
-    kinds = ["serving" if spec.serving else "harness" for spec in config.tiers]
-    return VllmTiering(config, kinds)
-
-
-for _f, _shape in (
-    (example_tiering, (TierSpec("example"),)),
-    (fs_tiering, (TierSpec("fs", async_lookup=True),)),
-    (peer_tiering, (TierSpec("peer", serving=True), TierSpec("example"))),
-    (p2p_tiering, (TierSpec("p2p", serving=True), TierSpec("example"))),
-    (harness_tiering, (TierSpec("harness"), TierSpec("serving", serving=True))),
-):
-    _f.evictable_tiering = TieringConfig(num_slots=2, tiers=_shape)  # type: ignore[attr-defined]

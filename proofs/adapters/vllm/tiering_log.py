@@ -183,7 +183,7 @@ class Recorder:
         """The pending owners of `key` just before a completion by `by`: vLLM pops a
         promotion job from its table before completing its chunks, so the job being
         completed is put back."""
-        owners = self.adapter.pending_owners(key)
+        owners = self.adapter.pending_owners(self.adapter.key(key))
         if isinstance(by, SubmittedPromotion) and by not in owners:
             owners = tuple(sorted((*owners, by), key=owner_order))
         return tuple(owners)

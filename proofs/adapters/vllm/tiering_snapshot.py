@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Hashable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from evictable.impl.refusals import state_of_ref
@@ -96,7 +97,17 @@ def _job_kind(a: Any, meta: Any) -> JobKind:
     return JobKind.PEER_STORE if _peer_made(a, meta) else JobKind.CASCADE
 
 
+def _named(a: Any, outcome: JobOutcome) -> JobOutcome:
+    """`outcome` with the engine's keys (vLLM reports its own)."""
+    return replace(outcome, ok_keys=tuple(a.key(k) for k in outcome.ok_keys))
+
+
 def _phase(a: Any, index: int, job: int) -> tuple[JobPhase, JobOutcome | None]:
+    phase, outcome = _raw_phase(a, index, job)
+    return phase, None if outcome is None else _named(a, outcome)
+
+
+def _raw_phase(a: Any, index: int, job: int) -> tuple[JobPhase, JobOutcome | None]:
     kind, tier = a.kinds[index], a.tiers[index]
     if kind in ("harness", "serving"):
         if job in tier.reported:
@@ -160,7 +171,8 @@ def _staged(a: Any) -> tuple[StagedEntry, ...]:
 
 
 def pending_owners(a: Any, key: Hashable) -> tuple[PendingOwner, ...]:
-    """Who may complete the PENDING chunk of `key` (module docstring), sorted."""
+    """Who may complete the PENDING chunk of `key` (the engine's key; module
+    docstring), sorted."""
     owners: list[PendingOwner] = [
         GpuStore(ReqId(req)) for req, keys in a.stores.items() if key in keys
     ]
@@ -168,7 +180,7 @@ def pending_owners(a: Any, key: Hashable) -> tuple[PendingOwner, ...]:
         if key in entry.keys:
             owners.append(StagedPromotion(entry.tier, entry.req))
     for job_id, meta in a.vllm._jobs.items():
-        if meta.transfer_job.is_promotion and key in list(meta.transfer_job.keys):
+        if meta.transfer_job.is_promotion and key in [a.key(k) for k in meta.transfer_job.keys]:
             owners.append(SubmittedPromotion(JobId(int(job_id))))
     return tuple(sorted(owners, key=owner_order))
 
@@ -179,7 +191,7 @@ def _pins(a: Any, key: Hashable) -> tuple[PinOwner, ...]:
     ]
     for job_id, meta in a.vllm._jobs.items():
         tj = meta.transfer_job
-        if not tj.is_promotion and key in list(tj.keys):
+        if not tj.is_promotion and key in [a.key(k) for k in tj.keys]:
             job = JobId(int(job_id))
             pins.append(PeerStore(job) if _peer_made(a, meta) else Cascade(job))
     return tuple(sorted(pins, key=owner_order))
@@ -193,8 +205,8 @@ def _primary(a: Any) -> PrimarySnapshot:
             state=state_of_ref(b.ref_cnt),
             slot=b.slot,
             ref_cnt=b.ref_cnt,
-            owners=pending_owners(a, b.key),
-            pins=_pins(a, b.key),
+            owners=pending_owners(a, a.key(b.key)),
+            pins=_pins(a, a.key(b.key)),
         )
         for b in cpu.blocks
     )
@@ -253,7 +265,7 @@ def _requests(a: Any) -> tuple[RequestEntry, ...]:
                 stores=tuple(a.stores.get(req, ())),
                 loads=tuple(a.loads.get(req, ())),
                 parked=tuple(a.key(k) for k in state.pending_cascade_keys) if state else (),
-                store_calls=int(state.pending_primary_stores) if state else None,
+                store_calls=int(state.pending_primary_stores) if state else 0,
                 finalised=tuple(rec.told[(req, i)] for i in range(len(a.tiers))),
                 origin=TierId(rec.origin[req]) if req in rec.origin else None,
             )

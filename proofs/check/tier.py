@@ -371,7 +371,7 @@ def _scenario(ex: _Example) -> None:
     ex.call("t.end_step()", ex.driver.end_step)
 
 
-def _random(ex: _Example, rng: random.Random, steps: int) -> None:
+def _random_walk(ex: _Example, rng: random.Random, steps: int) -> None:
     ex.new_request("r0")
     for _ in range(steps):
         op = rng.choice(("hold", "store", "load", "poll", "end", "req", "drain", "events"))
@@ -433,7 +433,7 @@ def check_tier(
             if n == 0:
                 _scenario(ex)
             else:
-                _random(ex, rng, steps)
+                _random_walk(ex, rng, steps)
             ex.drain_and_settle()
             ex.events()
             ex.call("t.shutdown()", ex.driver.shutdown)

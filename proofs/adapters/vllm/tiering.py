@@ -38,7 +38,11 @@ tier's next poll). Events a tier kind cannot have are refused with `UnknownTierE
 
 `snapshot()` (`tiering_snapshot.read_snapshot`) reads vLLM's state; the operation log
 is recorded by wrappers set on the manager, the primary tier and the tiers (instance
-attributes that call vLLM's method unchanged and note what happened).
+attributes that call vLLM's method unchanged and note what happened). Keys that are
+not bytes (the explorer's `"k0"`) are given vLLM keys, `K(0)`, `K(1)`, ... in order of
+first use, and snapshots name them as the engine does. `start(snapshot)` brings a fresh
+orchestrator to an explorer's start state. The factories, one per kind of tier, are in
+`tiering_factories`.
 """
 
 from __future__ import annotations
@@ -149,7 +153,6 @@ class VllmTiering:
         self.primary: Any = self.vllm.primary_tier
         self.tiers: list[Any] = list(self.vllm.secondary_tiers)
         self.contexts: dict[str, Any] = {}
-        self.finished: set[str] = set()
         self.stores: dict[str, list[Key]] = {}
         """Per request, the engine's keys of its GPU stores prepared, not completed."""
         self.loads: dict[str, list[Key]] = {}
@@ -335,7 +338,6 @@ class VllmTiering:
 
     def finish(self, req: ReqId) -> None:
         self._call("finish", lambda: self.vllm.on_request_finished(self._ctx(req)))
-        self.finished.add(req)
 
     def end_step(self) -> None:
         self._call("end_step", lambda: self.vllm.on_schedule_end(END_OF_STEP))

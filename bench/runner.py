@@ -47,6 +47,7 @@ BENCHMARKS: tuple[tuple[str, str, str], ...] = (
     ("free_queue", "bench.bench_free_queue", "run"),
     ("lazy", "bench.bench_lazy", "run"),
     ("explore", "bench.bench_explore", "run"),
+    ("tiering", "bench.bench_tiering", "run"),
 )
 """(name, module, function): each benchmark, in the order they run."""
 

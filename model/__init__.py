@@ -6,7 +6,8 @@
 * the lifecycle tables (`CPU_MACHINE`, `GPU_MACHINE`), their states and events, and
   `step` (one event on one block, or the table's named error);
 * the reference models: `ModelManager` (the CPU offloading manager, with `ModelLru`
-  and `ModelArc`), `ModelFreeQueue`, `ModelBlockPool`, `ModelLazyOffload`;
+  and `ModelArc`), `ModelFreeQueue`, `ModelBlockPool`, `ModelLazyOffload`, and
+  `ModelTiering` (the tiering orchestrator, with `TieringConfig` and `TierSpec`);
 * the result and snapshot types (`LookupResult`, `PrepareStoreOutput`,
   `OffloadingEvent`, `ManagerSnapshot`, ...) shared with `evictable.impl`.
 
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     )
     from evictable.model.lru import ModelLru
     from evictable.model.manager import ModelManager
+    from evictable.model.tiering import ModelTiering
+    from evictable.model.tiering_types import TieringConfig, TieringSnapshot, TierSpec
     from evictable.model.types import (
         BlockId,
         Key,
@@ -61,6 +64,10 @@ _HOME: dict[str, str] = {
     "step": "evictable.model.lifecycle",
     "ModelLru": "evictable.model.lru",
     "ModelManager": "evictable.model.manager",
+    "ModelTiering": "evictable.model.tiering",
+    "TierSpec": "evictable.model.tiering_types",
+    "TieringConfig": "evictable.model.tiering_types",
+    "TieringSnapshot": "evictable.model.tiering_types",
     "BlockId": "evictable.model.types",
     "Key": "evictable.model.types",
     "LookupResult": "evictable.model.types",
@@ -89,10 +96,14 @@ __all__ = [
     "ModelLazyOffload",
     "ModelLru",
     "ModelManager",
+    "ModelTiering",
     "OffloadingEvent",
     "Phase",
     "PrepareStoreOutput",
     "SlotId",
+    "TierSpec",
+    "TieringConfig",
+    "TieringSnapshot",
     "step",
 ]
 

@@ -23,6 +23,7 @@ __all__ = [
     "ContractViolationError",
     "DuplicateBlocksError",
     "DuplicateKeysError",
+    "DuplicateRequestError",
     "ForeignBlockError",
     "InsufficientFreeBlocksError",
     "InvalidArgumentError",
@@ -35,7 +36,15 @@ __all__ = [
     "PolicyContractError",
     "QueueEmptyError",
     "RefCountUnderflowError",
+    "RequestError",
+    "RequestFinishedError",
+    "ShutdownError",
     "StaleCursorError",
+    "TierSubmitError",
+    "TieringAssertionError",
+    "UnknownJobError",
+    "UnknownRequestError",
+    "UnknownTierError",
     "refused",
 ]
 
@@ -310,3 +319,86 @@ class MirrorDivergenceError(ContractViolationError):
         self.detail = detail
         self.model_state = model_state
         self.vllm_state = vllm_state
+
+
+# --------------------------------------------------------------- tiered offloading
+
+
+class RequestError(LifecycleError):
+    """Base of the errors about a tiering request id (`req` names it)."""
+
+    what: ClassVar[str] = "request refused"
+
+    def __init__(self, req: str, detail: str = "") -> None:
+        super().__init__(f"{self.what}: {req!r}" + (f" ({detail})" if detail else ""))
+        self.req = req
+
+
+class UnknownRequestError(RequestError, KeyError):
+    """A request the orchestrator does not know: never added, or already finalised
+    (vLLM 0.33 raises `KeyError` from its request table)."""
+
+    what = "unknown request"
+
+
+class DuplicateRequestError(RequestError, ValueError):
+    """`new_request` for a request id the orchestrator already holds (vLLM 0.33
+    silently replaces its state and loses the outstanding stores)."""
+
+    what = "request already known"
+
+
+class RequestFinishedError(RequestError, ValueError):
+    """A call that needs an active request on one that has finished (a second
+    `finish`, or a scan after `finish`)."""
+
+    what = "request already finished"
+
+
+class UnknownTierError(LifecycleError, IndexError):
+    """A tier index outside `0..T-1`, or an event a tier of that kind cannot have (a
+    peer request at a tier that does not serve, a probe at a tier without probes)."""
+
+    def __init__(self, tier: object, detail: str = "") -> None:
+        super().__init__(f"no such tier: {tier!r}" + (f" ({detail})" if detail else ""))
+        self.tier = tier
+
+
+class UnknownJobError(LifecycleError, KeyError):
+    """A job event for a job that is not in flight at its tier."""
+
+    def __init__(self, job: object, detail: str = "") -> None:
+        super().__init__(f"no job in flight: {job!r}" + (f" ({detail})" if detail else ""))
+        self.job = job
+
+
+class ShutdownError(LifecycleError, RuntimeError):
+    """A call on an orchestrator that was shut down."""
+
+    def __init__(self, call: str) -> None:
+        super().__init__(f"{call}: the orchestrator was shut down")
+        self.call = call
+
+
+class TierSubmitError(LifecycleError, RuntimeError):
+    """The exception a tier's `submit_store` / `submit_load` raised (armed by
+    `submit_raises`); the `vllm-0.33` profile lets it escape the call, half done."""
+
+    def __init__(self, tier: int, job: int) -> None:
+        super().__init__(f"tier {tier} refused to submit job {job}")
+        self.tier = tier
+        self.job = job
+
+
+class TieringAssertionError(LifecycleError, AssertionError):
+    """Where vLLM 0.33's orchestrator fails an assertion half way through a call, the
+    `vllm-0.33` profile raises this, leaving the state as vLLM leaves it.
+
+    Attributes:
+        call: the orchestrator call, e.g. "reset".
+        reason: the assertion, in words.
+    """
+
+    def __init__(self, call: str, reason: str, keys: Iterable[Hashable] = ()) -> None:
+        super().__init__(f"{call}: {reason}", keys=keys, reason=reason)
+        self.call = call

@@ -10,6 +10,8 @@ Two kinds:
   and ref_cnt == 0".
 * **Snapshot invariants** (`SNAPSHOT_INVARIANTS`) speak about a whole manager
   snapshot: counters, the slot partition, the policy's lists.
+* **Tiering invariants** (`model.tiering_invariants.TIERING_INVARIANTS`) speak about a
+  tiering orchestrator's snapshot: owners and pins, holds, finalisation, pending work.
 
 `check_snapshot(snap)` returns the names of the violated invariants; it is what the
 Hypothesis machines, the explorer and `check_invariants()` in `impl` call.
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from evictable.model.lifecycle import CPU_MACHINE, GPU_MACHINE, CpuState, Machine, State
+from evictable.model.tiering_invariants import BETWEEN_STEPS, TIERING_INVARIANTS
 from evictable.model.types import (
     ArcPolicySnapshot,
     BlockEntry,
@@ -334,8 +337,14 @@ SNAPSHOT_INVARIANTS: dict[str, Callable[[ManagerSnapshot], bool]] = {
     "arc_bounds": inv_arc_bounds,
 }
 
-INVARIANTS: dict[str, Callable[..., Any]] = {**BLOCK_INVARIANTS, **SNAPSHOT_INVARIANTS}
-"""Every named invariant, block-level and snapshot-level, by name."""
+INVARIANTS: dict[str, Callable[..., Any]] = {
+    **BLOCK_INVARIANTS,
+    **SNAPSHOT_INVARIANTS,
+    **TIERING_INVARIANTS,
+    **BETWEEN_STEPS,
+}
+"""Every named invariant, block-level, snapshot-level and tiering (over a
+`TieringSnapshot`, `model.tiering_invariants`), by name."""
 
 
 def check_snapshot(snap: ManagerSnapshot) -> list[str]:

@@ -137,6 +137,26 @@ class Kind(enum.Enum):
     ACCEPTED_BAD_CALL = "accepted a call the model rejects"
     REJECTED_GOOD_CALL = "rejected a call the model accepts"
     ERROR = "error type"
+    # The tier contract's classes (`check.tier`: a secondary tier on its own):
+    TIER_UNREPORTED = "job not reported"  # submitted before drain_jobs, not reported after
+    TIER_TWICE = "job reported twice"
+    TIER_UNKNOWN = "unknown job reported"  # a result for a job never submitted
+    TIER_RAISED = "failure raised, not reported"  # a call raised instead of a failed result
+    TIER_GARBAGE = "malformed answer"  # a lookup or a result outside the API's values
+    TIER_UNSTABLE = "lookup unstable within a hold"
+    TIER_EVENTS = "inconsistent events"
+    # The tiering orchestrator's classes (`check.tiering`, `model.tiering_invariants`):
+    EVICTED_WHILE_HIT = "evicted while reported HIT"
+    EVICTED_WHILE_PINNED = "evicted while pinned"
+    STALE_WRITE = "stale write"  # a job writes a chunk its key no longer owns
+    DOUBLE_OWNER = "double owner"  # a pending chunk with two parties completing it
+    OWNER_LOST = "owner lost"  # a pending or read chunk whose owner is gone
+    RESET_LEFT_WORK = "reset left work in flight"
+    CRASH = "crash"  # a legal call raised
+    FINALISED_TWICE = "finalised twice"  # a request told to a tier not exactly once
+    PENDING_HIDDEN = "pending work hidden"
+    NEVER_ANSWERS = "never answers"  # a fair cycle on which something stays pending
+    DIVERGENCE = "diverges from the model"
     ATOMICITY = "atomicity"
     RESULT = "different result"
     STATE = "different state"

@@ -40,12 +40,43 @@ __all__ = [
 ]
 
 SEVERITY: tuple[tuple[str, tuple[Kind, ...]], ...] = (
-    ("safety", (Kind.EVICTED_PINNED, Kind.SLOT, Kind.UNWRITTEN_LOAD, Kind.SCAN)),
-    ("atomicity", (Kind.LEAKED_PIN, Kind.ATOMICITY)),
+    (
+        "safety",
+        (
+            Kind.EVICTED_PINNED,
+            Kind.SLOT,
+            Kind.UNWRITTEN_LOAD,
+            Kind.SCAN,
+            Kind.EVICTED_WHILE_HIT,
+            Kind.EVICTED_WHILE_PINNED,
+            Kind.STALE_WRITE,
+            Kind.DOUBLE_OWNER,
+            Kind.OWNER_LOST,
+            Kind.RESET_LEFT_WORK,
+        ),
+    ),
+    (
+        "atomicity",
+        (
+            Kind.LEAKED_PIN,
+            Kind.ATOMICITY,
+            Kind.CRASH,
+            Kind.TIER_UNREPORTED,
+            Kind.TIER_TWICE,
+            Kind.TIER_UNKNOWN,
+            Kind.TIER_RAISED,
+        ),
+    ),
     (
         "behaviour",
         (
             Kind.HANG,
+            Kind.NEVER_ANSWERS,
+            Kind.PENDING_HIDDEN,
+            Kind.FINALISED_TWICE,
+            Kind.TIER_GARBAGE,
+            Kind.TIER_UNSTABLE,
+            Kind.TIER_EVENTS,
             Kind.WRONG_LOOKUP,
             Kind.STORE_VERDICT,
             Kind.RESULT,
@@ -53,6 +84,7 @@ SEVERITY: tuple[tuple[str, tuple[Kind, ...]], ...] = (
             Kind.INVARIANT,
             Kind.REJECTED_GOOD_CALL,
             Kind.ACCEPTED_BAD_CALL,
+            Kind.DIVERGENCE,
         ),
     ),
     ("accounting", (Kind.ACCOUNTING,)),
@@ -61,8 +93,15 @@ SEVERITY: tuple[tuple[str, tuple[Kind, ...]], ...] = (
 )
 """Finding classes from the most severe down, in tiers: safety and data loss (a
 pinned or protected block evicted, an orphaned or doubly used slot, a load of
-unwritten data, a block the lazy scan never visits); atomicity and leaked pins;
-wrong behaviour (a call that never returns, wrong lookups, results or states,
+unwritten data, a block the lazy scan never visits, and a tiering orchestrator's
+chunk evicted while reported HIT or pinned, written stale, owned twice or by no one,
+or left in flight by a reset); atomicity and leaked pins (a call that crashed half
+way, and
+a tier's job reported not exactly once, or its failure raised: each leaves the
+orchestrator's pins or chunks behind); wrong behaviour (a call that never returns,
+something that never answers, pending work hidden, a request finalised not once, a
+tier's malformed answers, unstable lookups, inconsistent events, wrong lookups,
+results or states,
 refused good calls, accepted bad ones); accounting; error type; and last a bug of
 the model itself (never the implementation's fault)."""
 

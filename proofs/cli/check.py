@@ -1,12 +1,13 @@
 """The `check` subcommand of `evictable`: a third-party implementation under a contract.
 
 ```
-evictable check MODULE:FACTORY [--target manager|free-queue|block-pool|lazy]
+evictable check MODULE:FACTORY [--target manager|free-queue|block-pool|lazy|tier|tiering]
                 [--pool MODULE:FACTORY] [--blocks N] [--preset third-party]
                 [--contract exact|safety] [--errors typed|builtin|any] [--black-box]
                 [--valid-only] [--all-inputs] [--no-invalid] [--no-duplicates]
                 [--no-malformed] [--policy P] [--examples N] [--steps N] [--seed S]
-                [--workers W] [--no-explore] [--json PATH] [--html PATH] [--junit PATH]
+                [--workers W] [--no-explore] [--level L] [--compare state|answers]
+                [--json PATH] [--html PATH] [--junit PATH]
 ```
 
 Every choice left out comes from the preset (`--preset third-party`: black box,
@@ -19,10 +20,14 @@ signature that differs from the protocol, the contract without `snapshot()`).
 The `manager` target (the default) runs the conformance engine and the explorer
 (`check.manager`); the GPU targets run their lock-step machines and, for the lazy
 scanner, the breadth-first search for the scan-completeness property (`check.gpu`,
-printed by `cli.check_gpu`). Findings are printed one per class, most severe first
-(`base.findings.rank`), each with its shortest trace as a runnable snippet; `--json`,
-`--html` and `--junit` write them as reports (`cli.report`, `cli.html`,
-`cli.junit`). Exit codes: 0 no finding, 1 a finding, 2 could not run.
+printed by `cli.check_gpu`); the `tier` target holds a vLLM secondary tier to the tier
+contract (`check.tier`, printed by `cli.check_tier`; it needs vLLM), and the
+`tiering` target a tiering orchestrator to the model in lock-step (`check.tiering`,
+printed by `cli.check_tiering`). Findings are
+printed one per class, most severe first (`base.findings.rank`), each with its
+shortest trace as a runnable snippet; `--json`, `--html` and `--junit` write them as
+reports (`cli.report`, `cli.html`, `cli.junit`). Exit codes: 0 no finding, 1 a
+finding, 2 could not run.
 """
 
 from __future__ import annotations
@@ -41,12 +46,14 @@ from evictable.proofs.check.manager import run_check
 from evictable.proofs.check.setup import SetupError, load_factory, probe_gpu, probe_manager
 from evictable.proofs.cli.args import CONTRACT_HELP, ERRORS_HELP, add_report_options, count
 from evictable.proofs.cli.check_gpu import check_gpu
+from evictable.proofs.cli.check_tier import check_tier_target
+from evictable.proofs.cli.check_tiering import check_tiering_target
 from evictable.proofs.cli.errors import UsageError
 from evictable.proofs.cli.report import exploration_fields
 
 __all__ = ["TARGETS", "add_parser", "cmd_check", "contract_of"]
 
-TARGETS = ("manager", "free-queue", "block-pool", "lazy")
+TARGETS = ("manager", "free-queue", "block-pool", "lazy", "tier", "tiering")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -132,6 +139,19 @@ def add_parser(subparsers: Any) -> None:
         help="conformance seed, a non-negative int (default: a fresh one, printed)",
     )
     p.add_argument("--workers", type=count(1), default=2, help="explorer worker processes")
+    p.add_argument(
+        "--level",
+        choices=("quick", "default", "thorough"),
+        default="quick",
+        help="tiering target: the explorer's worlds walked in lock-step",
+    )
+    p.add_argument(
+        "--compare",
+        choices=("state", "answers"),
+        default=None,
+        help="tiering target: compare answers and states with the model, or answers only "
+        "(default: what the factory declares, else state)",
+    )
     p.add_argument("--no-explore", action="store_true", help="skip the explorer")
     add_report_options(p)
     p.set_defaults(handler=cmd_check)
@@ -158,6 +178,10 @@ def contract_of(factory: object, args: argparse.Namespace) -> Contract:
 
 
 def cmd_check(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
+    if args.target == "tier":
+        return check_tier_target(args)
+    if args.target == "tiering":
+        return check_tiering_target(args)
     t0 = time.perf_counter()
     try:
         factory = load_factory(args.spec)

@@ -1,4 +1,5 @@
-"""Generate the lifecycle tables and diagrams of `docs/spec.md` from `model/lifecycle.py`,
+"""Generate the lifecycle tables and diagrams of `docs/spec.md` from `model/lifecycle.py`
+(and the tiering tables from `model/tiering_tables.py`, `docgen_tiering`),
 the list of obligations of `docs/proofs.md` from the registry, and the module map of
 `docs/architecture.md` from the package itself.
 
@@ -34,6 +35,7 @@ from evictable.model.lifecycle import (
 )
 from evictable.proofs import LAYERS
 from evictable.proofs.base.levels import Level
+from evictable.proofs.cli.docgen_tiering import tiering_regions
 
 __all__ = [
     "ARCHITECTURE_PATH",
@@ -290,6 +292,7 @@ def regions() -> dict[str, str]:
         out[f"{m.name}-transitions"] = transitions_table(m)
         out[f"{m.name}-rejections"] = rejections_table(m)
         out[f"{m.name}-diagram"] = f"```mermaid\n{mermaid(m)}\n```"
+    out.update(tiering_regions())
     return out
 
 

@@ -17,6 +17,12 @@ visited state. Each expansion runs under the per-step CPU-time bound
 Because the search goes level by level and stops at the first level with a
 failure, the failure it reports is a shortest one.
 
+With `record_edges`, the engine also keeps every edge it saw (`Result.edges`: source id,
+label, target id, including edges to states seen before) and each expanded state's
+`Expansion.props` (`Result.props`, by state id): the graph a second pass reads (the
+fair-cycle search of `explore.liveness`). A subject that filters successors it has
+already sent must not do so then.
+
 The engine stops early, with `complete=False`, when it has seen `max_states`
 distinct states or when `deadline` (a `time.monotonic()` value) has passed: a
 bounded search that did not finish is not an exhaustive one. With `workers > 1`
@@ -64,6 +70,8 @@ class Expansion(Generic[P, L]):
     """Successors checked but deliberately not expanded (outside a bound)."""
     notes: Counter[str] = field(default_factory=Counter)
     """What the subject counted while expanding (summed into `Result.notes`)."""
+    props: object = None
+    """What a second pass needs to know of this state (kept only with `record_edges`)."""
 
 
 class Subject(Protocol[P, L]):
@@ -101,6 +109,11 @@ class Result(Generic[L]):
     """Per visited state, in discovery order: (parent id, label); the root's is (-1, None)."""
     notes: Counter[str] = field(default_factory=Counter, compare=False)
     """The subject's counts over every expansion (evidence the search was not vacuous)."""
+    edges: tuple[tuple[int, L, int], ...] = field(default=(), repr=False, compare=False)
+    """With `record_edges`: every edge seen (source id, label, target id)."""
+    props: tuple[object, ...] = field(default=(), repr=False, compare=False)
+    """With `record_edges`: each state's `Expansion.props`, by state id (None: not
+    expanded)."""
 
     @property
     def ok(self) -> bool:
@@ -171,6 +184,7 @@ def search(
     workers: int = 1,
     max_states: int = 2_000_000,
     deadline: float | None = None,
+    record_edges: bool = False,
 ) -> Result[L]:
     """Explore every state of `subject` reachable from its root; see the module doc.
 
@@ -188,6 +202,8 @@ def search(
     weight = weigh(root_payload)
     found: tuple[int, Found[L]] | None = None
     notes: Counter[str] = Counter()
+    edges: list[tuple[int, L, int]] = []
+    props: list[object] = [None]
     complete = True
     timed_out = False
     pool = None
@@ -217,12 +233,18 @@ def search(
                     ):
                         found = (sid, exp.found)
                     continue
+                if record_edges:
+                    props[sid] = exp.props
                 for key, payload, label in exp.successors:
                     if key not in seen:
                         seen[key] = len(parents)
                         parents.append((sid, label))
                         nxt.append((len(parents) - 1, payload))
                         weight += weigh(payload)
+                        if record_edges:
+                            props.append(None)
+                    if record_edges:
+                        edges.append((sid, label, seen[key]))
                 if deadline is not None and time.monotonic() > deadline:
                     timed_out = True
                     break
@@ -256,6 +278,8 @@ def search(
         weight,
         tuple(parents),
         notes,
+        tuple(edges),
+        tuple(props),
     )
 
 

@@ -8,6 +8,11 @@ and the verdicts):
 * `free_queue`: `vllm.v1.core.kv_cache_utils.FreeKVCacheBlockQueue`
   (`evictable check --target free-queue`);
 * `block_pool`: `vllm.v1.core.block_pool.BlockPool` (`--target block-pool`);
+* `example_tiering`, `fs_tiering`, `peer_tiering`, `p2p_tiering`, `harness_tiering`:
+  vLLM's `vllm.v1.kv_offload.tiering.manager.TieringOffloadingManager` built by its
+  own `TieringOffloadingSpec` with its example tier, its fs tier, its p2p server role
+  behind a tier of ours, its real p2p tier (transports stubbed) or tiers of ours whose
+  every move is an engine's event (`VllmTiering`, the tiering adapter protocol);
 * `lazy_scanner`: the lazy offload walk of
   `vllm.v1.simple_kv_offload.manager.SimpleCPUOffloadScheduler`
   (`_prepare_lazy_store_specs`) over a real vLLM `BlockPool` made by `block_pool`
@@ -53,18 +58,32 @@ from evictable.proofs.adapters.vllm.manager import (
     lru_manager,
     manager,
 )
+from evictable.proofs.adapters.vllm.tiering import VllmTiering
+from evictable.proofs.adapters.vllm.tiering_factories import (
+    example_tiering,
+    fs_tiering,
+    harness_tiering,
+    p2p_tiering,
+    peer_tiering,
+)
 
 __all__ = [
     "VLLM_KEYS",
     "K",
     "OffloadKey",
     "VllmManager",
+    "VllmTiering",
     "arc_manager",
     "block_pool",
     "evictable_arc_manager",
     "evictable_lru_manager",
+    "example_tiering",
     "free_queue",
+    "fs_tiering",
+    "harness_tiering",
     "lazy_scanner",
     "lru_manager",
     "manager",
+    "p2p_tiering",
+    "peer_tiering",
 ]

@@ -150,7 +150,9 @@ class Kind(enum.Enum):
     ACCOUNTING = "accounting"
     INVARIANT = "broken invariant"
     SCAN = "scan completeness"  # the lazy scanner left a block unvisited
-    HANG = "no return"  # a call ran past the per-step CPU-time bound (`base.guard`)
+    HANG = "spinning"  # a call ran past the per-step CPU-time bound (`base.guard`)
+    BLOCKED = "blocked"  # a call waited past the per-step bound without CPU (`base.guard`)
+    UNLISTED = "idle block not evictable"  # an idle block missing from the evictable set
 
 
 class UnorderedKeys:

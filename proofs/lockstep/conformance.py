@@ -41,7 +41,8 @@ from evictable.model.manager import MODEL_POLICIES
 from evictable.proofs.base.compare import Kind as FindingKind
 from evictable.proofs.base.contract import DEFAULT, Contract, ContractError, resolve
 from evictable.proofs.base.faults import PLAN, fault_policy_name
-from evictable.proofs.base.findings import Finding, snippet
+from evictable.proofs.base.findings import Finding, checked_snippet
+from evictable.proofs.base.guard import guard_session
 from evictable.proofs.base.profiles import profile
 from evictable.proofs.base.protocol import ADAPTER_API, BLACK_BOX_API, Factory
 from evictable.proofs.base.records import (
@@ -53,6 +54,7 @@ from evictable.proofs.base.records import (
 )
 from evictable.proofs.lockstep.arc_rules import ArcRules
 from evictable.proofs.lockstep.copies import copy_support
+from evictable.proofs.lockstep.failures import script_of
 from evictable.proofs.lockstep.inputs import KEYS
 from evictable.proofs.lockstep.machine import build_machine
 from evictable.proofs.lockstep.manager import Action, ConformanceFailure, replay
@@ -323,23 +325,24 @@ def run_conformance(
     status: Literal["passed", "failed", "error"] = "passed"
     reason = ""
     found: list[ConformanceFailure] = []
-    try:
-        run_state_machine_as_test(machine, settings=config)
-        found = list(stats.findings.values())
-    except ConformanceFailure as failure:
-        found = failure.every()
-    except DeadlineExceeded:
-        raise  # the obligation's wall-clock bound: the runner reports `unknown`
-    except Exception as exc:
-        status = "error"
-        reason = f"the run crashed: {type(exc).__name__}: {exc}\n" + "".join(
-            traceback.format_exception(exc)[-4:]
+    with guard_session():  # once a call spun or blocked, later ones are stopped sooner
+        try:
+            run_state_machine_as_test(machine, settings=config)
+            found = list(stats.findings.values())
+        except ConformanceFailure as failure:
+            found = failure.every()
+        except DeadlineExceeded:
+            raise  # the obligation's wall-clock bound: the runner reports `unknown`
+        except Exception as exc:
+            status = "error"
+            reason = f"the run crashed: {type(exc).__name__}: {exc}\n" + "".join(
+                traceback.format_exception(exc)[-4:]
+            )
+        finally:
+            PLAN.disarm()
+        findings = _shrunk(
+            factory, policy, fault_policy, contract, found, stats.hits, shrink_replays, observer
         )
-    finally:
-        PLAN.disarm()
-    findings = _shrunk(
-        factory, policy, fault_policy, contract, found, stats.hits, shrink_replays, observer
-    )
     if findings:
         status = "failed"
     seconds = time.perf_counter() - start
@@ -390,16 +393,18 @@ def _shrunk(
 
         best, _ = shrink(probe, failure, replays)
         lines = [(line.code, line.note, line.raised) for line in best.lines]
+        steps = tuple(line.step() for line in best.lines)
         out.append(
             Finding(
                 best.kind,
                 "conformance engine",
                 best.reason,
                 "\n".join(best.trace),
-                snippet(factory, contract.keys.preamble, lines, best.reason),
+                checked_snippet(factory, contract, lines, steps, best.kind, best.reason),
                 best.calls,
                 max(1, hits.get(best.kind, 1)),
-                tuple(line.step() for line in best.lines),
+                steps,
+                script=script_of(best.actions),
             )
         )
     return tuple(out)

@@ -163,7 +163,7 @@ def _same_error(call: str, error: Mapping[str, Any], errors: Errors) -> list[str
         f"    {call}",
         f"except {_error_class(error, errors)}:",
         "    pass  # the model's error",
-        "except Exception as exc:",
+        "except (Exception, SystemExit) as exc:",
         f"    raise AssertionError({MESSAGE}) from exc",
         "else:",
         f"    raise AssertionError({MESSAGE})",
@@ -174,7 +174,7 @@ def _must_return(call: str) -> list[str]:
     return [
         "try:",
         f"    out = {call}",
-        "except Exception as exc:",
+        "except (Exception, SystemExit) as exc:",
         f"    raise AssertionError({MESSAGE}) from exc",
     ]
 

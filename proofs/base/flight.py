@@ -32,6 +32,7 @@ __all__ = [
     "Session",
     "bounds_text",
     "current_session",
+    "env_float",
     "guard_session",
     "in_flight",
     "last_interrupted",
@@ -39,7 +40,8 @@ __all__ = [
 ]
 
 
-def _env_float(name: str, default: float) -> float:
+def env_float(name: str, default: float) -> float:
+    """A positive number from the environment, else `default`."""
     try:
         value = float(os.environ.get(name, ""))
     except ValueError:
@@ -47,10 +49,10 @@ def _env_float(name: str, default: float) -> float:
     return value if value > 0 else default
 
 
-STEP_BOUND_S: float = _env_float("EVICTABLE_STEP_BOUND_S", 2.0)
+STEP_BOUND_S: float = env_float("EVICTABLE_STEP_BOUND_S", 2.0)
 """CPU seconds one guarded step may take (default 2; `EVICTABLE_STEP_BOUND_S` overrides)."""
 
-BLOCK_S: float = _env_float("EVICTABLE_BLOCK_S", 30.0)
+BLOCK_S: float = env_float("EVICTABLE_BLOCK_S", 30.0)
 """Wall seconds a guarded step may go without CPU (default 30; `EVICTABLE_BLOCK_S`)."""
 
 IDLE_SHARE = 0.02

@@ -44,6 +44,7 @@ from evictable.proofs.base.flight import (
     IDLE_SHARE,
     INTERRUPTED,
     Flight,
+    env_float,
     in_flight,
     last_interrupted,
     steps_made,
@@ -73,8 +74,9 @@ TICK_S: float = min(0.5, BLOCK_S / 10)
 GRACE_S = 5.0
 """How long a blocked call may take to leave once interrupted before it is stuck."""
 
-PROGRESS_S = 10.0
-"""The longest stretch without a progress line while `show_progress` is on."""
+PROGRESS_S: float = env_float("EVICTABLE_PROGRESS_S", 10.0)
+"""The longest stretch without a progress line while `show_progress` is on (default
+10; `EVICTABLE_PROGRESS_S` overrides)."""
 
 _ticks: list[Callable[[float], None]] = []
 _stuck: list[Callable[[Flight, float], None]] = []

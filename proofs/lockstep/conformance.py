@@ -72,6 +72,10 @@ __all__ = [
 ]
 
 
+HANG_REPLAYS = 25
+"""The replay budget of shrinking a call that spins or blocks: every replay that
+reaches it waits out the session's shorter bound (`base.flight.guard_session`)."""
+
 POLICY_RULES: dict[str, type] = {"arc": ArcRules}
 """Extra conformance rules of the built-in policies (a profile's own `rules` wins)."""
 
@@ -391,7 +395,8 @@ def _shrunk(
             got = replay(factory, policy, fault_policy, PLAN, actions, contract, observer)
             return got.as_kind(kind) if got is not None else None
 
-        best, _ = shrink(probe, failure, replays)
+        hangs = failure.kind in (FindingKind.HANG, FindingKind.BLOCKED)
+        best, _ = shrink(probe, failure, min(replays, HANG_REPLAYS) if hangs else replays)
         lines = [(line.code, line.note, line.raised) for line in best.lines]
         steps = tuple(line.step() for line in best.lines)
         out.append(

@@ -206,9 +206,12 @@ def _conformance_line(record: ConformanceRecord, request: Request, seconds: floa
         if record.findings
         else f"ERROR: {record.reason}"
     )
+    first = ""
+    if record.first_failure_s is not None:
+        first = f" (the first after {record.first_failure_s:.1f}s)"
     return (
         f"conformance engine ({request.examples} examples x {request.steps} steps, "
-        f"{seconds:.1f}s): {verdict}"
+        f"{seconds:.1f}s): {verdict}{first}"
     )
 
 
@@ -227,6 +230,9 @@ def _fields(result: ManagerCheck) -> dict[str, Any]:
             "faults_note": record.faults_note,
             "copies": list(record.copies),
             "copies_note": record.copies_note,
+            "first_finding_s": (
+                round(record.first_failure_s, 4) if record.first_failure_s is not None else None
+            ),
             "reason": record.reason,
             "trace": record.findings[0].as_dict()["trace"] if record.findings else [],
         },

@@ -123,6 +123,8 @@ class ConformanceRecord:
     """The copy round trips the run checked (`lockstep.copies`)."""
     copies_note: str = ""
     """Why the other round trips were not checked ("" when all were)."""
+    first_failure_s: float | None = None
+    """Seconds from the start of the run to its first divergence (a measurement)."""
 
     def scope(self) -> str:
         """What the run did and did not check, in one line (never a silent omission)."""
@@ -153,6 +155,7 @@ class ConformanceRecord:
             head += (
                 f"; first divergence in example {self.first_failure_example} "
                 f"after {self.first_failure_steps} steps"
+                + (f" ({self.first_failure_s:.1f}s)" if self.first_failure_s is not None else "")
             )
         if self.status == "failed" and self.seed is not None:
             head += f" (seed {self.seed} reproduces it)"
@@ -371,6 +374,7 @@ def run_conformance(
         machine.faults_note,  # type: ignore[attr-defined]
         machine.copy_modes,  # type: ignore[attr-defined]
         machine.copies_note,  # type: ignore[attr-defined]
+        stats.first_failure_s,
     )
 
 

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -193,6 +194,10 @@ class RunStats:
     first_failure_example: int | None = None
     first_failure_step: int | None = None
     first_failure_total_steps: int | None = None
+    started: float = field(default_factory=time.perf_counter)
+    first_failure_s: float | None = None
+    """Seconds from the start of the run to its first failure (a measurement, shown
+    to a user: never part of a verdict)."""
     fault_examples: int = 0
     faults_fired: int = 0
     outcomes: Counter[str] = field(default_factory=Counter)
@@ -208,6 +213,7 @@ class RunStats:
             self.first_failure_example = self.examples
             self.first_failure_step = step_no
             self.first_failure_total_steps = self.steps
+            self.first_failure_s = time.perf_counter() - self.started
 
     def record(self, failure: ConformanceFailure) -> None:
         """Keep `failure` if it is the first, or the shortest so far, of its class."""

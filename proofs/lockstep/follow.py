@@ -161,8 +161,12 @@ def follow(factory: Factory, policy: str, contract: Contract, finding: Finding) 
     n = len(script.calls)
     message = f"{best.reason} (first divergence, at call {n}: {finding.reason})"
     rows = [(line.code, line.note, line.raised) for line in best.lines]
-    steps = tuple(line.step() for line in best.lines)
-    points = [(n, finding.steps[-1], finding.kind, contract)] if finding.steps else []
+    steps = [line.step() for line in best.lines]
+    points = []
+    if finding.steps and n < len(steps):
+        first = finding.steps[-1]  # the first divergence, as the contract observed it
+        steps[n] = first
+        points.append((n, first, finding.kind, contract))
     return replace(
         finding,
         kind=best.kind,
@@ -170,7 +174,7 @@ def follow(factory: Factory, policy: str, contract: Contract, finding: Finding) 
         trace="\n".join(best.trace),
         snippet=checked_snippet(factory, following, rows, steps, best.kind, message, points),
         calls=best.calls,
-        steps=steps,
+        steps=tuple(steps),
         script=script_of(best.actions),
         cause=Cause(finding.kind, finding.reason, n),
     )

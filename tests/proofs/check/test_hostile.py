@@ -23,10 +23,13 @@ from typing import Any
 
 import pytest
 
+from evictable.proofs.base.bounds import Bounds
 from evictable.proofs.base.compare import Kind
+from evictable.proofs.base.contract import resolve
 from evictable.proofs.base.findings import Finding
 from evictable.proofs.base.guard import available, guard_session
-from evictable.proofs.check.manager import check_manager
+from evictable.proofs.check.manager import check_manager, explore_findings
+from evictable.proofs.lockstep.follow import follow_all
 from tests.proofs.check import hostile
 
 THIRD_PARTY: dict[str, Any] = {
@@ -39,11 +42,10 @@ THIRD_PARTY: dict[str, Any] = {
 guarded = pytest.mark.skipif(not available(), reason="no SIGPROF/setitimer here")
 
 
-def _check(factory: Callable[..., Any], explore: bool = False, **options: Any) -> list[Finding]:
-    options = {**THIRD_PARTY, **options}
+def _check(factory: Callable[..., Any]) -> list[Finding]:
     with guard_session(bound_s=0.2, block_s=0.5):
         result = check_manager(
-            factory, "lru", examples=60, steps=20, seed=0, explore=explore, **options
+            factory, "lru", examples=60, steps=20, seed=0, explore=False, **THIRD_PARTY
         )
     assert result.conformance.status != "error", result.conformance.reason
     return list(result.findings)
@@ -79,7 +81,7 @@ def test_a_call_that_spins_is_a_spinning_finding_naming_the_call() -> None:
 
 
 def test_a_counter_drift_is_ranked_by_the_eviction_it_leads_to() -> None:
-    found = _check(hostile.listed_while_loading, explore=True, workers=1)
+    found = _check(hostile.listed_while_loading)
     assert [f.kind for f in found] == [Kind.EVICTED_PINNED], [(f.kind, f.reason) for f in found]
     cause = found[0].cause
     assert cause is not None and cause.kind is Kind.ACCOUNTING
@@ -87,6 +89,16 @@ def test_a_counter_drift_is_ranked_by_the_eviction_it_leads_to() -> None:
         cause.reason
     )
     assert "while it is LOADING" in found[0].reason
+
+
+def test_the_explorers_counter_drift_is_followed_too() -> None:
+    contract = resolve(hostile.listed_while_loading, preset="third-party")
+    bounds = Bounds(slots=2, keys=3, max_ref=1, batch=2)
+    _, found = explore_findings(bounds, hostile.listed_while_loading, contract, workers=1)
+    assert [f.kind for f in found] == [Kind.ACCOUNTING]  # the explorer stops at the counter
+    followed, moved = follow_all(hostile.listed_while_loading, "lru", contract, found)
+    assert moved == [(Kind.ACCOUNTING, Kind.EVICTED_PINNED)]
+    assert followed[0].engine.startswith("explorer") and followed[0].cause is not None
 
 
 def test_the_class_does_not_depend_on_how_the_counter_is_computed() -> None:

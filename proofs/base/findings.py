@@ -269,9 +269,11 @@ def snippet(
     for i, (code, note, raised) in enumerate(rows):
         code = named(code)
         if i in checks:
-            first, *rest = [named(line) for line in checks[i]]
-            out.append(f"{first}  # {note}" if note else first)
-            out += rest
+            made = [named(line) for line in checks[i]]
+            at = next((j for j, line in enumerate(made) if code in line), 0)
+            if note:  # the answers go on the line that makes the call
+                made[at] = f"{made[at]}  # {note}"
+            out += made
             continue
         if raised and code.startswith("with "):  # a call made with a fault armed
             stmt = f"with suppress(Exception), {code[5:]}"

@@ -137,3 +137,36 @@ def test_a_manager_that_calls_sys_exit_is_a_finding_with_its_trace() -> None:
     assert "m.prepare_store(" in found[0].snippet
     with pytest.raises(AssertionError):
         run_snippet(found[0].snippet, "exits")
+
+
+def test_the_docs_examples_snippets_raise_and_pass_against_a_correct_manager() -> None:
+    """The three examples docs/conformance.md walks through: their snippets fail with
+    the finding against the example, and run through against a correct manager."""
+    from evictable.impl.manager import CPUOffloadingManager
+    from evictable.proofs.controls.manager import NoPolicyRollbackOnFault, non_atomic_prepare_load
+    from examples.third_party_lru import make_manager
+
+    cases: list[tuple[Any, str, dict[str, Any], Kind]] = [
+        (make_manager, "correct", THIRD_PARTY, Kind.EVICTED_PINNED),
+        (non_atomic_prepare_load, "CPUOffloadingManager", {}, Kind.LEAKED_PIN),
+        (NoPolicyRollbackOnFault, "CPUOffloadingManager", {}, Kind.ATOMICITY),
+    ]
+    for factory, instead, options, kind in cases:
+        result = check_manager(
+            factory, "lru", examples=60, steps=20, seed=0, explore=False, **options
+        )
+        assert [f.kind for f in result.findings] == [kind], result.findings
+        (finding,) = result.findings
+        name = factory.__qualname__
+        space: dict[str, Any] = {
+            "hostile": hostile,
+            "CPUOffloadingManager": CPUOffloadingManager,
+        }
+        with pytest.raises(AssertionError) as raised:
+            exec(compile(finding.snippet, "<snippet>", "exec"), dict(space))
+        assert finding.reason in str(raised.value)
+        again = f"{finding.snippet.splitlines()[0]}\n{name} = " + (
+            "hostile.correct" if instead == "correct" else instead
+        )
+        fixed = finding.snippet.replace(finding.snippet.splitlines()[0], again, 1)
+        exec(compile(fixed, "<snippet>", "exec"), dict(space))

@@ -37,6 +37,7 @@ from evictable.proofs.base.bounds import Bounds
 from evictable.proofs.base.compare import Kind
 from evictable.proofs.base.contract import Contract, resolve
 from evictable.proofs.base.findings import Finding, group
+from evictable.proofs.base.guard import guard_session
 from evictable.proofs.base.profiles import MissingProfileError, profile
 from evictable.proofs.base.protocol import Factory
 from evictable.proofs.check.guide import probe_manager
@@ -119,20 +120,23 @@ def run_check(
     shrink_replays: int = REPLAYS,
 ) -> ManagerCheck:
     """The engines against `factory` under `contract` (`bounds` None: no explorer),
-    then every soft finding followed to its consequence; findings not yet grouped."""
+    then every soft finding followed to its consequence; findings not yet grouped.
+    All in one guard session: once a call of the subject spun or blocked, the later
+    ones are stopped after the session's shorter bound (`base.flight`)."""
     t0 = time.perf_counter()
-    watch.status(f"conformance engine ({examples} examples x {steps} steps)")
-    record = run_conformance(
-        factory, policy, examples, steps, seed, shrink_replays=shrink_replays, contract=contract
-    )
-    t1 = time.perf_counter()
-    runs: list[Exploration] = []
-    found: list[Finding] = []
-    if bounds is not None and record.status != "error":
-        runs, found = explore_findings(bounds, factory, contract, workers)
-    t2 = time.perf_counter()
-    watch.status("following soft findings to their consequences")
-    findings, followed = follow_all(factory, policy, contract, [*found, *record.findings])
+    with guard_session():  # one for both engines: once a call spun or blocked, later ones
+        watch.status(f"conformance engine ({examples} examples x {steps} steps)")
+        record = run_conformance(
+            factory, policy, examples, steps, seed, shrink_replays=shrink_replays, contract=contract
+        )
+        t1 = time.perf_counter()
+        runs: list[Exploration] = []
+        found: list[Finding] = []
+        if bounds is not None and record.status != "error":
+            runs, found = explore_findings(bounds, factory, contract, workers)
+        t2 = time.perf_counter()
+        watch.status("following soft findings to their consequences")
+        findings, followed = follow_all(factory, policy, contract, [*found, *record.findings])
     return ManagerCheck(
         contract, record, tuple(runs), tuple(findings), t1 - t0, t2 - t1, tuple(followed)
     )

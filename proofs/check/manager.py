@@ -8,7 +8,8 @@
    search over every state within the bounds, so the first finding it reports is a
    shortest trace of its class; the next round masks every class found so far (an
    edge that shows one is not followed) and looks for the next, until a round finds
-   nothing new (or `rounds` rounds ran);
+   nothing new (or `rounds` rounds ran, or a round found a call that does not
+   return: such an edge cannot be masked without making the call again);
 3. following (`lockstep.follow`): a finding whose first divergence is only
    accounting or the evictable set (a counter, a listing) is driven on, the model's
    view as the truth, until it shows what it leads to -- a pinned block evicted, a
@@ -93,6 +94,7 @@ def explore_findings(
             break
         masked.add(failure.kind)
         calls = len(failure.path) + (failure.op is not None)
+        hang = failure.kind in (Kind.HANG, Kind.BLOCKED)
         found.append(
             Finding(
                 failure.kind,
@@ -105,6 +107,8 @@ def explore_findings(
                 script=failure.script,
             )
         )
+        if hang:  # an edge is masked only once judged, and a call that hangs never is
+            break
     return runs, found
 
 

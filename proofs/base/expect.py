@@ -29,15 +29,18 @@ writes an encoded value back as a Python literal.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
+from functools import lru_cache
 from typing import Any
 
 from evictable.model import errors as error_types
 from evictable.proofs.base.compare import Errors, Kind, builtin_bases
-from evictable.proofs.base.contract import Contract
+from evictable.proofs.base.contract import Contract, KeySpace
 from evictable.proofs.base.flight import BLOCK_S
-from evictable.proofs.base.trace import TraceStep
+from evictable.proofs.base.trace import TraceStep, encode_value
 
 __all__ = ["MESSAGE", "assertion", "imports_for", "py"]
 
@@ -45,14 +48,35 @@ MESSAGE = "FINDING"
 """The name of the snippet's constant that holds the finding's message."""
 
 
+_NAMES: ContextVar[Mapping[str, str] | None] = ContextVar("evictable_key_names", default=None)
+"""The keys of the key space in force, by their encoding: `py` writes a key the way
+the space prints it (`K(0)`, whose import the snippet's preamble makes), not as the
+bytes it encodes to."""
+
+_POOL = 32
+"""How many keys of a key space are named (the engines use at most 26)."""
+
+
+@lru_cache(maxsize=16)
+def _names(space: KeySpace) -> Mapping[str, str]:
+    try:
+        keys = space.pool(_POOL)
+    except Exception:  # a space that cannot make that many: its keys print as encoded
+        return {}
+    return {json.dumps(encode_value(k), sort_keys=True): repr(k) for k in keys}
+
+
 def py(value: Any) -> str:
-    """An encoded value (`base.trace`) as a Python literal: keys as they print
-    (`b'k0'`, `'a'`, or the repr a key space gave), lists, tuples, None."""
+    """An encoded value (`base.trace`) as a Python literal: keys as the key space
+    prints them (`b'k0'`, `'a'`, `K(0)`), lists, tuples, None."""
     if value is None or isinstance(value, bool | int | float):
         return repr(value)
     if isinstance(value, str):
         return repr(value)
     if isinstance(value, dict):
+        named = (_NAMES.get() or {}).get(json.dumps(value, sort_keys=True))
+        if named is not None:
+            return named
         if set(value) == {"hex"}:
             return repr(bytes.fromhex(str(value["hex"])))
         if set(value) == {"repr"}:
@@ -279,6 +303,14 @@ def assertion(step: TraceStep, kind: Kind, contract: Contract) -> list[str] | No
     """The lines that make `step` (the call of a finding of class `kind`) and assert
     the model's answer there (see the module docstring); None when the step is not
     a plain call the snippet can check (a copy, a construction that succeeded)."""
+    token = _NAMES.set(_names(contract.keys))
+    try:
+        return _assertion(step, kind, contract)
+    finally:
+        _NAMES.reset(token)
+
+
+def _assertion(step: TraceStep, kind: Kind, contract: Contract) -> list[str] | None:
     call = step.call
     fault = call.startswith("with ")
     if kind in (Kind.HANG, Kind.BLOCKED):

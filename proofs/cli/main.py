@@ -179,6 +179,10 @@ class _ClosedPipeOk(io.TextIOBase):
     def fileno(self) -> int:
         return self.stream.fileno()
 
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return str(getattr(self.stream, "encoding", None) or "utf-8")
+
     def isatty(self) -> bool:
         return self.stream.isatty()
 

@@ -8,7 +8,9 @@
 * Every ```python block of README.md and docs/*.md runs, each in a fresh
   interpreter (so a block that registers a policy cannot leak into other tests),
   from an empty directory. A block right after the line `<!-- not run -->` is
-  skipped; that is for blocks that need vLLM or take long.
+  skipped; that is for blocks that need vLLM, take long, or are run by a test of
+  their own (the property-test recipe of docs/conformance.md:
+  `tests/proofs/check/test_recipe.py`).
 """
 
 from __future__ import annotations

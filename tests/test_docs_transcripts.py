@@ -5,7 +5,10 @@ Every transcript block of README.md and docs/*.md (a fenced block after
 volatile parts (seconds, rates, the checkout's path) are masked; a stale one fails
 with the diff and the command that refreshes it (`make docs`). Every snippet a
 `check` transcript prints -- the shortest trace of a finding, the fault-injection
-one included -- runs as printed.
+one included -- runs as printed, up to the step that diverges, where it asserts the
+model's answer: against the manager the docs check, it raises `AssertionError` with
+the finding's message (`tests/proofs/check/test_hostile.py` runs the same snippets
+against correct managers, which they pass).
 """
 
 from __future__ import annotations
@@ -44,12 +47,15 @@ def test_transcript_is_current(block: Transcript) -> None:
 @pytest.mark.parametrize(
     "code", [code for code, _ in SNIPPETS], ids=[f"{n}#{i}" for i, (_, n) in enumerate(SNIPPETS)]
 )
-def test_printed_snippet_runs_as_printed(code: str) -> None:
+def test_printed_snippet_runs_as_printed_and_fails_with_its_finding(code: str) -> None:
     # pasted into `python -` at the project's root, as the docs say to run `check`
     run = subprocess.run(
         [sys.executable, "-"], input=code, cwd=ROOT, capture_output=True, text=True, check=False
     )
-    assert run.returncode == 0, f"{code}\nfailed:\n{run.stderr}"
+    last = (run.stderr.strip().splitlines() or [""])[-1]
+    assert run.returncode == 1 and last.startswith("AssertionError: "), f"{code}\n{run.stderr}"
+    finding = next(line for line in code.splitlines() if line.startswith("FINDING = "))
+    assert last.removeprefix("AssertionError: ") in finding, (last, finding)
 
 
 def test_docs_show_the_commands_as_transcripts() -> None:

@@ -63,10 +63,12 @@ class Reply:
 
 
 def invoke(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Reply:
-    """Call `fn`; every exception (`StopIteration` included) is caught and returned."""
+    """Call `fn`; every exception (`StopIteration` included) is caught and returned, and
+    so is a `SystemExit` (a call of the subject that exits the process is compared like
+    any other failure, with its trace; a `KeyboardInterrupt` is left to stop the run)."""
     try:
         return Reply(False, fn(*args, **kwargs))
-    except Exception as exc:  # compared with the other side, never swallowed silently
+    except (Exception, SystemExit) as exc:  # compared with the other side, never swallowed
         return Reply(True, exc)
 
 
@@ -170,7 +172,9 @@ class Kind(enum.Enum):
     ACCOUNTING = "accounting"
     INVARIANT = "broken invariant"
     SCAN = "scan completeness"  # the lazy scanner left a block unvisited
-    HANG = "no return"  # a call ran past the per-step CPU-time bound (`base.guard`)
+    HANG = "spinning"  # a call ran past the per-step CPU-time bound (`base.guard`)
+    BLOCKED = "blocked"  # a call waited past the per-step bound without CPU (`base.guard`)
+    UNLISTED = "idle block not evictable"  # an idle block missing from the evictable set
 
 
 class UnorderedKeys:
@@ -307,6 +311,10 @@ def diff(expected: object, observed: object) -> str:
     return "; ".join(_diff("", expected, observed)) or "(no difference)"
 
 
+_NAMED = {"counters": "counters (num_evictable, num_pending)"}
+"""Fields shown with what they hold (a black box's counters are a pair)."""
+
+
 def _diff(path: str, a: object, b: object) -> list[str]:
     if a == b:
         return []
@@ -333,4 +341,4 @@ def _diff(path: str, a: object, b: object) -> list[str]:
             for i, (x, y) in enumerate(zip(a, b, strict=True))
             for line in _diff(f"{path}[{i}]", x, y)
         ]
-    return [f"{path or 'value'}: expected {a!r} != observed {b!r}"]
+    return [f"{_NAMED.get(path, path) or 'value'}: expected {a!r} != observed {b!r}"]

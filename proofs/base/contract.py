@@ -21,6 +21,8 @@ GPU-side machines (docs/conformance.md, "Contracts"):
 * `profile` -- which semantics the model specifies (`model.vllm033.PROFILES`):
   `seed` (the default, docs/semantics.md) or `vllm-0.33` (vLLM 0.33's
   request-scoped recency, `model.vllm033`).
+* `following` -- set only by the engines, when they drive a finding on to its
+  consequence (`Contract.follow`).
 
 An adapter may *declare* its contract: a factory attribute `evictable_contract`
 (a `Contract`, or a dict of field overrides such as `{"errors": "any"}`).
@@ -123,6 +125,10 @@ class Contract:
     inputs: Inputs = field(default_factory=Inputs)
     keys: KeySpace = field(default_factory=KeySpace)
     profile: str = "seed"
+    following: bool = False
+    """Following a divergence to its consequence (`lockstep.follow`): the counters and
+    the implementation's own invariants are not compared, so that a run that already
+    showed them wrong goes on to what they lead to. Never set by a user."""
 
     @property
     def safety(self) -> bool:
@@ -142,7 +148,16 @@ class Contract:
             parts.append(f"keys: {self.keys.name}")
         if self.profile != "seed":
             parts.append(f"profile {self.profile}")
+        if self.following:
+            parts.append("counters not compared (following)")
         return ", ".join(parts)
+
+    def follow(self) -> Contract:
+        """The contract a divergence is followed under (`lockstep.follow`): the safety
+        contract (the implementation's legal choices are its own), counters and the
+        implementation's own invariants not compared; errors, inputs, keys, profile
+        and black box as they are."""
+        return dataclasses.replace(self, mode=Mode.SAFETY, following=True)
 
     def as_dict(self) -> dict[str, Any]:
         """The contract as report fields (`#/$defs/contract` of the report schema)."""

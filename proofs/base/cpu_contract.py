@@ -31,7 +31,13 @@ from evictable.model.errors import BlockNotReadyError, LifecycleError
 from evictable.model.invariants import check_snapshot
 from evictable.model.lifecycle import CpuState
 from evictable.model.manager import ModelManager
-from evictable.model.types import BlockEntry, Key, ManagerSnapshot, OffloadingEvent
+from evictable.model.types import (
+    BlockEntry,
+    Key,
+    ManagerSnapshot,
+    OffloadingEvent,
+    evictable_view,
+)
 from evictable.model.vllm033 import Vllm033Manager
 from evictable.proofs.base.compare import (
     Kind,
@@ -195,7 +201,7 @@ def _view_kind(m_view: object, i_view: object) -> Kind:
             return Kind.WRONG_LOOKUP
         m, i = m_view.counters, i_view.counters
         if m is not None and i is not None and i[0] < m[0] and i[1] == m[1]:
-            return Kind.LEAKED_PIN  # fewer idle blocks than the model: a pin left behind
+            return Kind.UNLISTED  # fewer idle blocks than the model, no call raised
         return Kind.ACCOUNTING
     if isinstance(m_view, SafetyView | ManagerSnapshot) and type(m_view) is type(i_view):
         counted = ("num_evictable", "num_pending")
@@ -204,9 +210,23 @@ def _view_kind(m_view: object, i_view: object) -> Kind:
             for f in dataclasses.fields(m_view)
             if getattr(m_view, f.name) != getattr(i_view, f.name)
         ]
-        if differ and all(name in counted for name in differ):
-            return Kind.ACCOUNTING
+        if isinstance(i_view, ManagerSnapshot) and _unlisted(i_view):
+            if set(differ) <= {*counted, "policy"}:
+                return Kind.UNLISTED
+        elif differ and all(name in counted for name in differ):
+            fewer = i_view.num_evictable < m_view.num_evictable
+            same = i_view.num_pending == m_view.num_pending
+            return Kind.UNLISTED if fewer and same else Kind.ACCOUNTING
     return Kind.STATE
+
+
+def _unlisted(snap: ManagerSnapshot) -> bool:
+    """Whether an idle (READY) block of `snap` is missing from its policy's evictable
+    set (unknown for an opaque policy: False)."""
+    listed = evictable_view(snap.policy)
+    if listed is None:
+        return False
+    return any(e.state is CpuState.READY and e.key not in listed for e in snap.blocks)
 
 
 def observe(contract: Contract, target: Any, keys: Sequence[Key], counted: bool) -> Side:
@@ -215,7 +235,7 @@ def observe(contract: Contract, target: Any, keys: Sequence[Key], counted: bool)
     if contract.black_box:
         try:
             looks = tuple((k, _lookup_text(target, k)) for k in keys)
-            count = counters(target) if counted else None
+            count = counters(target) if counted and not contract.following else None
         except Exception as exc:
             raise ObservationError(f"observing raised {type(exc).__name__}: {exc}") from exc
         return Side(None, BlackBoxView(looks, count))
@@ -230,6 +250,8 @@ def observe(contract: Contract, target: Any, keys: Sequence[Key], counted: bool)
             snap, pending_events=tuple(e for e in snap.pending_events if not e.metadata_only)
         )
     events = _events(snap.pending_events)
+    if contract.following:
+        return Side(snap, SafetyView(snap.blocks, 0, 0, events))
     if contract.safety:
         return Side(snap, SafetyView(snap.blocks, snap.num_evictable, snap.num_pending, events))
     if events is snap.pending_events:
@@ -460,6 +482,8 @@ def judge_state(
         return Mismatch(
             _view_kind(m.view, i.view), f"states differ (model != impl): {diff(m.view, i.view)}"
         )
+    if contract.following:
+        return None  # counters and invariants were found wrong already: what follows?
     if deep:
         found = _invariants(contract, impl, m, i)
         if found is not None:

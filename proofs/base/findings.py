@@ -20,19 +20,26 @@ say an error of the wrong type that also leaked a pin).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from evictable.proofs.base.compare import Kind
+from evictable.proofs.base.contract import Contract
+from evictable.proofs.base.expect import MESSAGE, assertion, imports_for
 from evictable.proofs.base.trace import TraceStep
 
 __all__ = [
     "SEVERITY",
+    "Cause",
     "Finding",
+    "Script",
+    "checked_snippet",
     "factory_source",
     "findings_block",
     "group",
+    "order",
+    "outranks",
     "rank",
     "severity",
     "snippet",
@@ -70,6 +77,7 @@ SEVERITY: tuple[tuple[str, tuple[Kind, ...]], ...] = (
     (
         "behaviour",
         (
+            Kind.BLOCKED,
             Kind.HANG,
             Kind.NEVER_ANSWERS,
             Kind.PENDING_HIDDEN,
@@ -87,7 +95,7 @@ SEVERITY: tuple[tuple[str, tuple[Kind, ...]], ...] = (
             Kind.DIVERGENCE,
         ),
     ),
-    ("accounting", (Kind.ACCOUNTING,)),
+    ("accounting", (Kind.UNLISTED, Kind.ACCOUNTING)),
     ("error type", (Kind.ERROR,)),
     ("model", (Kind.MODEL_BUG,)),
 )
@@ -95,15 +103,14 @@ SEVERITY: tuple[tuple[str, tuple[Kind, ...]], ...] = (
 pinned or protected block evicted, an orphaned or doubly used slot, a load of
 unwritten data, a block the lazy scan never visits, and a tiering orchestrator's
 chunk evicted while reported HIT or pinned, written stale, owned twice or by no one,
-or left in flight by a reset); atomicity and leaked pins (a call that crashed half
-way, and
-a tier's job reported not exactly once, or its failure raised: each leaves the
-orchestrator's pins or chunks behind); wrong behaviour (a call that never returns,
-something that never answers, pending work hidden, a request finalised not once, a
-tier's malformed answers, unstable lookups, inconsistent events, wrong lookups,
-results or states,
-refused good calls, accepted bad ones); accounting; error type; and last a bug of
-the model itself (never the implementation's fault)."""
+or left in flight by a reset); atomicity and leaked pins (a pin left by a call that
+raised; a tier's job reported not exactly once, or its failure raised: each leaves
+the orchestrator's pins or chunks behind); wrong behaviour (a call that never returns
+-- blocked or spinning --, something that never answers, pending work hidden, a
+request finalised not once, a tier's malformed answers, unstable lookups,
+inconsistent events, wrong lookups, results or states, refused good calls, accepted
+bad ones); accounting (an idle block missing from the evictable set, a counter off);
+error type; and last a bug of the model itself (never the implementation's fault)."""
 
 _ORDER: dict[Kind, tuple[int, int]] = {
     kind: (tier, i) for tier, (_, kinds) in enumerate(SEVERITY) for i, kind in enumerate(kinds)
@@ -113,6 +120,46 @@ _ORDER: dict[Kind, tuple[int, int]] = {
 def severity(kind: Kind) -> str:
     """The tier of `kind` (`SEVERITY`): "safety", "atomicity", "behaviour", ..."""
     return SEVERITY[_ORDER[kind][0]][0]
+
+
+def outranks(a: Kind, b: Kind) -> bool:
+    """Whether class `a` is more severe than class `b` (`SEVERITY`)."""
+    return _ORDER[a] < _ORDER[b]
+
+
+def order(kind: Kind) -> tuple[int, int]:
+    """A sort key of classes, the most severe first (`SEVERITY`: tier, place in it)."""
+    return _ORDER[kind]
+
+
+@dataclass(frozen=True)
+class Script:
+    """A trace as calls that can be made again: the constructor's arguments and each
+    call as (method, positional arguments, keyword arguments). Only a trace of plain
+    manager calls has one (no fault injected, no copy, no bad constructor)."""
+
+    num_blocks: int
+    events: bool
+    calls: tuple[tuple[str, tuple[Any, ...], tuple[tuple[str, Any], ...]], ...]
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Where a finding's trace first diverged, when that is not where its class
+    shows: the first divergence's class and reason, and its call (1-based, the
+    construction not counted)."""
+
+    kind: Kind
+    reason: str
+    call: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "class": self.kind.name.lower(),
+            "label": self.kind.value,
+            "reason": self.reason,
+            "call": self.call,
+        }
 
 
 @dataclass(frozen=True)
@@ -135,6 +182,10 @@ class Finding:
     text only)."""
     consequences: tuple[tuple[Kind, str], ...] = ()
     """Classes folded into this one by `rank`: (class, reason) of each."""
+    script: Script | None = None
+    """The trace as calls to make again (`lockstep.follow` drives it further)."""
+    cause: Cause | None = None
+    """The first divergence this finding's class is the consequence of, if any."""
 
     @property
     def severity(self) -> str:
@@ -147,12 +198,16 @@ class Finding:
             f"{at}[{self.kind.value}] ({self.severity}) found by the {self.engine} "
             f"({self.hits} hit(s)), {self.calls} call(s):"
         )
+        cause = ""
+        if self.cause is not None:
+            c = self.cause
+            cause = f"\n  first divergence, at call {c.call}: [{c.kind.value}] {c.reason}"
         also = "".join(
             f"\n  the same trace also shows [{k.value}] (a consequence): {r}"
             for k, r in self.consequences
         )
         body = "\n".join(f"    {line}" for line in self.snippet.splitlines())
-        return f"{head}\n  {self.reason}{also}\n{body}"
+        return f"{head}\n  {self.reason}{cause}{also}\n{body}"
 
     def calls_made(self) -> tuple[str, ...]:
         """The trace's calls as code, construction included (what `rank` compares)."""
@@ -176,6 +231,7 @@ class Finding:
                 {"class": k.name.lower(), "label": k.value, "reason": r}
                 for k, r in self.consequences
             ],
+            "cause": self.cause.as_dict() if self.cause is not None else None,
         }
 
 
@@ -218,28 +274,77 @@ def snippet(
     lines: Iterable[tuple[str, str, bool]],
     reason: str,
     target: str = "factory",
+    checks: Mapping[int, Sequence[str]] | None = None,
 ) -> str:
     """Runnable Python for a trace: `lines` are (code, note, raised); code naming
     `target` (the factory's placeholder) is rewritten to call the factory by name. A
     line made with a policy fault armed (`with PLAN.failing(...): m.call(...)`) runs
-    with the same fault, so the snippet reproduces it."""
+    with the same fault, so the snippet reproduces it.
+
+    `checks` replaces the line of a given index with code that makes the call and
+    asserts the model's answer there (`base.expect.assertion`); the snippet then
+    defines `FINDING = reason` first, the message of every assertion, so that it
+    raises `AssertionError(reason)` against the faulty subject and runs through
+    against a correct one. Without checks its last line is the reason, as a comment."""
     imp, name = factory_source(factory)
     rows = list(lines)
-    faults = any("PLAN." in code or "fault_policy_name(" in code for code, _, _ in rows)
+    checks = dict(checks or {})
+    checked = [line for i in sorted(checks) for line in checks[i]]
+    every = [code for code, _, _ in rows] + checked
+    faults = any("PLAN." in code or "fault_policy_name(" in code for code in every)
     extra = ["from evictable.proofs.base.faults import PLAN, fault_policy_name"] if faults else []
-    extra += [
-        f"import {mod}" for mod in ("copy", "pickle") if any(f"{mod}." in c for c, _, _ in rows)
-    ]
+    extra += [f"import {mod}" for mod in ("copy", "pickle") if any(f"{mod}." in c for c in every)]
+    extra += imports_for(checked)
     out = [imp, *preamble, *extra, "from contextlib import suppress"]
-    for code, note, raised in rows:
-        code = code.replace(f"{target}(", f"{name}(", 1) if target in code else code
+    if checks:
+        out.append(f"{MESSAGE} = {reason!r}")
+
+    def named(code: str) -> str:
+        return code.replace(f"{target}(", f"{name}(", 1) if target in code else code
+
+    for i, (code, note, raised) in enumerate(rows):
+        code = named(code)
+        if i in checks:
+            made = [named(line) for line in checks[i]]
+            at = next((j for j, line in enumerate(made) if code in line), 0)
+            if note:  # the answers go on the line that makes the call
+                made[at] = f"{made[at]}  # {note}"
+            out += made
+            continue
         if raised and code.startswith("with "):  # a call made with a fault armed
             stmt = f"with suppress(Exception), {code[5:]}"
         else:
             stmt = f"with suppress(Exception): {code}" if raised else code
         out.append(f"{stmt}  # {note}" if note else stmt)
-    out.append(f"# {reason}")
+    if not checks:
+        out.append(f"# {reason}")
     return "\n".join(out)
+
+
+def checked_snippet(
+    factory: object,
+    contract: Contract,
+    lines: Sequence[tuple[str, str, bool]],
+    steps: Sequence[TraceStep],
+    kind: Kind,
+    reason: str,
+    points: Sequence[tuple[int, TraceStep, Kind, Contract]] = (),
+) -> str:
+    """`snippet` with the model's answer asserted at the last call (the finding's
+    step, of class `kind` under `contract`; `steps` are the lines as data) and at
+    each of `points` (line index, that step as data, its class and contract: the
+    first divergence of a finding followed to its consequence). A line that cannot
+    be asserted (a copy, a fault the model did not see) stays a plain call."""
+    checks: dict[int, list[str]] = {}
+    wanted = list(points)
+    if steps and len(steps) == len(lines):
+        wanted.append((len(lines) - 1, steps[-1], kind, contract))
+    for index, step, k, c in wanted:
+        if 0 <= index < len(lines):
+            got = assertion(step, k, c)
+            if got is not None:
+                checks[index] = got
+    return snippet(factory, contract.keys.preamble, lines, reason, checks=checks)
 
 
 def group(findings: Iterable[Finding]) -> tuple[Finding, ...]:

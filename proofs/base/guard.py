@@ -1,108 +1,133 @@
-"""A hang backstop on one step of an engine: a call that hangs is a finding, not a hang.
+"""Bounds on one step of an engine: a call that spins or blocks is a finding, not a hang.
 
 Every lock-step engine (the CPU conformance `LockStep`, the GPU and lazy machines)
 and every explorer subject makes each call of the implementation inside
-`step_guard()`. If the block has not finished after the bound, a `StepTimeout` is
-raised *inside* it (from a `SIGPROF` handler, so it interrupts pure-Python code such
-as a walk around a corrupted list), and the engine reports the call as a finding,
-with its trace, like any other disagreement.
+`step_guard(what=call)`. Two bounds apply to the block (`base.flight`), and neither
+depends on how busy the machine is:
 
-**CPU time, not the wall clock.** The bound is on the CPU time the process spends
-in the block (`ITIMER_PROF`: user and system time, counted only while the process
-runs), so a machine busy with other work never turns a step into a finding: on a
-2-core machine at load 8 a step gets a fifth of a core, and its wall time grows
-fivefold while its CPU time does not. A step that spins (the hangs the seeded bugs
-and real ones make: a walk around a corrupted list, a loop that never ends) burns
-CPU and is caught after the bound; one that blocks without burning CPU (a lock
-never released) is left to the obligation's hang backstop, which reports `unknown`
-(`records.deadline`), never a finding.
+* **spinning -- CPU time.** After `STEP_BOUND_S` seconds of CPU time in the block
+  (`ITIMER_PROF`: user and system time, counted only while the process runs) a
+  `StepTimeout` is raised *inside* it, from a `SIGPROF` handler, so it interrupts
+  pure-Python code such as a walk around a corrupted list. A machine busy with other
+  work never turns a step into a finding: on a 2-core machine at load 8 a step gets
+  a fifth of a core, and its wall time grows fivefold while its CPU time does not.
+* **blocked -- wall time without CPU.** A call that waits forever (a lock never
+  released, an event never set) uses no CPU, so the first bound never fires. The
+  watcher thread (`base.watch`, one per process, started by the first guarded step)
+  finds the step in flight using less than `IDLE_SHARE` of a core for `BLOCK_S`
+  seconds of wall time in a row, and sends the step's thread `SIGPROF`; the same
+  handler then raises `StepBlocked` inside the call. Python handles signals inside
+  lock waits, sleeps, joins, queue and socket reads, so those calls are interrupted
+  where they wait. A call that computes, however slowly, uses CPU and is never
+  "blocked" (a thread gets less than 2% of a core only on a machine that runs some
+  fifty runnable threads per core).
+
+A blocked call that Python cannot interrupt (it waits inside C code that never
+returns to the interpreter) stays blocked: the watcher reports it on stderr and,
+in the `evictable` command, the run gives up with the finding (`base.watch`). What
+an interrupted call leaves behind is the subject's: the engines drop the instance
+whose call blocked and start their next example afresh, but a lock the call had
+taken stays taken, so later calls that need it block too -- each reported the same
+way, after the session's shorter bound (`base.flight.guard_session`).
 
 `StepTimeout` derives from `BaseException`, so that no `except Exception` between
-the hanging call and the engine (the comparator's `invoke`, an implementation's
-own handlers) swallows it.
-
-**Bounds.** The default bound is `STEP_BOUND_S` CPU seconds (`EVICTABLE_STEP_BOUND_S`
-in the environment overrides it): a hang backstop, about a thousand times the
-slowest step at the engines' sizes (steps take microseconds to a millisecond). Inside a
-`guard_session`, once one step of the session timed out,
-later guards use the session's shorter `after_timeout_s`: the run already has its
-finding, and replaying it to shrink the trace should not pay the full bound on
-every replay. Guards nest: an inner guard never outlives the outer one.
+the hanging call and the engine (the comparator's `invoke`, an implementation's own
+handlers) swallows it; `StepBlocked` is a `StepTimeout`. Either names the bound as
+documented, whatever shorter bound a session applied. Guards nest: an inner guard
+never outlives the outer one.
 
 **Where it works.** `signal.setitimer` and `SIGPROF` exist on POSIX only and a
 handler can only be installed from the main thread (the explorer's forked workers
 run their tasks in their main thread). Elsewhere `step_guard` is a no-op and the
-engines run unguarded, as before (`available()` says which).
+engines run unguarded (`available()` says which).
 """
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
+from evictable.proofs.base.flight import (
+    ACTIVE,
+    AFTER_BLOCK_S,
+    AFTER_TIMEOUT_S,
+    BLOCK_S,
+    COUNTS,
+    INTERRUPTED,
+    STEP_BOUND_S,
+    Called,
+    Flight,
+    bounds_text,
+    current_session,
+    guard_session,
+)
+from evictable.proofs.base.watch import start_watcher
+
 __all__ = [
+    "AFTER_BLOCK_S",
     "AFTER_TIMEOUT_S",
+    "BLOCK_S",
     "STEP_BOUND_S",
+    "Called",
+    "StepBlocked",
     "StepTimeout",
+    "WallTimeout",
     "available",
+    "bounds_text",
     "guard_session",
     "step_guard",
     "wall_guard",
 ]
-
-
-def _env_bound() -> float:
-    raw = os.environ.get("EVICTABLE_STEP_BOUND_S", "")
-    try:
-        value = float(raw)
-    except ValueError:
-        return 2.0
-    return value if value > 0 else 2.0
-
-
-STEP_BOUND_S: float = _env_bound()
-"""CPU seconds one guarded step may take (default 2; `EVICTABLE_STEP_BOUND_S` overrides)."""
 
 REFIRE_S = 0.05
 """Once a guard has fired, its alarm fires again this often until the block is left:
 a `StepTimeout` raised where Python swallows exceptions (a garbage-collection
 callback, a `__del__`) is raised again, so the hanging call is still interrupted."""
 
-AFTER_TIMEOUT_S = 0.25
-"""The bound of later steps in a `guard_session` once one of its steps timed out."""
-
 
 class StepTimeout(BaseException):
-    """A guarded call did not return within its bound (`bound_s` seconds)."""
+    """A guarded call spun: it did not return within `bound_s` seconds of CPU time."""
 
-    def __init__(self, bound_s: float, clock: str = "CPU time") -> None:
-        super().__init__(f"did not return within {bound_s:g}s of {clock} (the per-step bound)")
+    kind = "spinning"
+
+    def __init__(self, bound_s: float, what: str = "") -> None:
+        super().__init__(self.explain(bound_s))
         self.bound_s = bound_s
+        self.what = what
+        """The call in flight, as the engine named it ("" when none was named)."""
+
+    @staticmethod
+    def explain(bound_s: float) -> str:
+        return f"did not return: it spun for {bound_s:g}s of CPU time (the per-step bound)"
 
 
-@dataclass
-class _Session:
-    bound_s: float
-    after_timeout_s: float
-    timed_out: bool = False
+class StepBlocked(StepTimeout):
+    """A guarded call blocked: it used no CPU for `bound_s` seconds of wall time."""
 
-    def bound(self) -> float:
-        return self.after_timeout_s if self.timed_out else self.bound_s
+    kind = "blocked"
+
+    @staticmethod
+    def explain(bound_s: float) -> str:
+        return (
+            f"did not return: it was blocked, using no CPU for {bound_s:g}s of wall time "
+            "(the per-step bound)"
+        )
 
 
-_SESSION: ContextVar[_Session | None] = ContextVar("evictable_guard_session", default=None)
+class WallTimeout(StepTimeout):
+    """A `wall_guard` block ran past its bound of wall time (a setup backstop)."""
 
-_active: list[tuple[float, float, _Session | None]] = []
-"""The guards entered and not yet left, innermost last: (deadline, bound, session)."""
+    kind = "no return"
+
+    @staticmethod
+    def explain(bound_s: float) -> str:
+        return f"did not return within {bound_s:g}s of wall time (a hang backstop)"
 
 
 def available() -> bool:
@@ -112,21 +137,6 @@ def available() -> bool:
         and hasattr(signal, "SIGPROF")
         and threading.current_thread() is threading.main_thread()
     )
-
-
-@contextmanager
-def guard_session(
-    bound_s: float | None = None, after_timeout_s: float = AFTER_TIMEOUT_S
-) -> Iterator[None]:
-    """Guards inside use `bound_s` (default `STEP_BOUND_S`), and `after_timeout_s` once
-    one of them timed out."""
-    token = _SESSION.set(
-        _Session(bound_s or STEP_BOUND_S, min(after_timeout_s, bound_s or STEP_BOUND_S))
-    )
-    try:
-        yield
-    finally:
-        _SESSION.reset(token)
 
 
 def _quiet_unraisable(hook: Any) -> Any:
@@ -151,16 +161,20 @@ def _install() -> Any:
 
 
 def _fire(_signum: int, _frame: FrameType | None) -> None:
-    if not _active:
+    if not ACTIVE:
         return  # a stale alarm after the last guard closed
-    end, bound, session = _active[-1]
-    if time.process_time() < end - 1e-3:
-        _arm(end)  # woken early (an outer guard's alarm re-armed late): wait on
+    flight = ACTIVE[-1]
+    if flight.blocked:  # the watcher found it blocked and woke this thread
+        if flight.session is not None:
+            flight.session.blocked = True
+        raise StepBlocked(flight.documented_block(), flight.describe())
+    if time.process_time() < flight.end - 1e-3:
+        _arm(flight.end)  # woken early (by the watcher, or an outer guard's alarm)
         return
-    if session is not None:
-        session.timed_out = True
+    if flight.session is not None:
+        flight.session.timed_out = True
     signal.setitimer(signal.ITIMER_PROF, REFIRE_S)  # in case this raise is swallowed
-    raise StepTimeout(bound)
+    raise StepTimeout(flight.documented, flight.describe())
 
 
 def _arm(end: float) -> None:
@@ -168,41 +182,54 @@ def _arm(end: float) -> None:
 
 
 class step_guard:
-    """Raise `StepTimeout` inside the block once it has run `bound_s` seconds (default:
-    the session's bound, see the module doc). A no-op where guards are unavailable.
+    """Raise `StepTimeout` inside the block once it has run `bound_s` seconds of CPU
+    time (default: the session's bound), `StepBlocked` once it has waited its
+    blocking bound without CPU (see the module doc). `what` names the call (any
+    object, shown with `str` only when needed; an inner guard without one takes the
+    outer one's). A no-op where guards are unavailable.
 
     Complexity: two `setitimer` calls per block (a few microseconds).
     """
 
-    __slots__ = ("bound_s", "previous")
+    __slots__ = ("bound_s", "previous", "what")
 
-    def __init__(self, bound_s: float | None = None) -> None:
+    def __init__(self, bound_s: float | None = None, what: object = None) -> None:
         self.bound_s = bound_s
+        self.what = what
         self.previous: Any = _KEEP
 
     def __enter__(self) -> None:
         if not available():
             return
-        session = _SESSION.get()
+        COUNTS["steps"] += 1
+        session = current_session()
         bound = self.bound_s
         if bound is None:
             bound = session.bound() if session is not None else STEP_BOUND_S
+        documented = session.bound_s if session is not None and self.bound_s is None else bound
+        wait = session.block() if session is not None else BLOCK_S
         end = time.process_time() + bound
-        if _active:
-            outer = _active[-1]
-            if outer[0] < end:
-                end, bound, session = outer
+        what = self.what
+        if ACTIVE:
+            outer = ACTIVE[-1]
+            if what is None:
+                what = outer.what
+            if outer.end < end:
+                end, bound, documented = outer.end, outer.bound, outer.documented
         elif signal.getsignal(signal.SIGPROF) is not _fire:
             self.previous = _install()
-        _active.append((end, bound, session))
+        ACTIVE.append(Flight(end, bound, session, what, wait, documented))
+        start_watcher()
         _arm(end)
 
-    def __exit__(self, *exc: object) -> None:
-        if not _active or not available():
+    def __exit__(self, kind: object, *exc: object) -> None:
+        if not ACTIVE or not available():
             return
-        _active.pop()
-        if _active:
-            _arm(_active[-1][0])
+        flight = ACTIVE.pop()
+        if kind is KeyboardInterrupt and "what" not in INTERRUPTED:
+            INTERRUPTED["what"] = flight.describe()
+        if ACTIVE:
+            _arm(ACTIVE[-1].end)
             return
         signal.setitimer(signal.ITIMER_PROF, 0)
         previous = self.previous
@@ -216,7 +243,7 @@ _KEEP: Any = object()
 
 @contextmanager
 def wall_guard(bound_s: float) -> Iterator[None]:
-    """Raise `StepTimeout` inside the block once it has run `bound_s` seconds of wall
+    """Raise `WallTimeout` inside the block once it has run `bound_s` seconds of wall
     time (`SIGALRM`): for user code that may block without burning CPU -- an import,
     a constructor -- where giving up is a setup error, never a finding. Not nested
     with itself (one `ITIMER_REAL`); beside `step_guard`, which counts CPU time on its
@@ -228,7 +255,7 @@ def wall_guard(bound_s: float) -> Iterator[None]:
 
     def fire(_signum: int, _frame: FrameType | None) -> None:
         signal.setitimer(signal.ITIMER_REAL, REFIRE_S)  # in case this raise is swallowed
-        raise StepTimeout(bound_s, clock="wall time")
+        raise WallTimeout(bound_s)
 
     previous = signal.signal(signal.SIGALRM, fire)
     signal.setitimer(signal.ITIMER_REAL, bound_s)

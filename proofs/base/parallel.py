@@ -39,6 +39,7 @@ from evictable.proofs.base.records import (
     run_claim,
     run_control,
 )
+from evictable.proofs.base.watch import paused_watcher
 
 __all__ = ["GRACE_S", "Interrupted", "Part", "jobs_of", "run_parallel"]
 
@@ -194,7 +195,8 @@ def run_parallel(
                     for i, control in job:
                         on_start(_name(obligations[i], control))
                 rd, wr = os.pipe()
-                pid = os.fork()
+                with paused_watcher():  # no thread of ours runs while the worker forks
+                    pid = os.fork()
                 if pid == 0:  # pragma: no cover - the child never returns
                     os.close(rd)
                     _child(obligations, job, backstop_s, wr)

@@ -263,7 +263,8 @@ class TraceStep:
     manager), `fault` (a call made with a policy hook failing: `fault` says which),
     `copy` (the run went on with a copy of the implementation). `outcome` and
     `model` are `{"result": ...}` or `{"error": {...}}`; `before` / `after` the
-    implementation's observed state (None when not observed).
+    implementation's observed state (None when not observed), `expected` the
+    model's.
     """
 
     call: str
@@ -276,6 +277,9 @@ class TraceStep:
     note: str = ""
     raised: bool = False
     fault: dict[str, Any] | None = field(default=None)
+    expected: dict[str, Any] | None = None
+    """The model's state after the call, observed as the implementation's is (what
+    `after` should have been; None when the model was not stepped)."""
 
     def as_dict(self) -> dict[str, Any]:
         """The step as report fields (`#/$defs/step` of the report schema)."""
@@ -291,6 +295,9 @@ class TraceStep:
         out["state_before"] = self.before
         out["state_after"] = self.after
         out["changes"] = state_diff(self.before, self.after)
+        if self.expected is not None:
+            out["state_expected"] = self.expected
+            out["differs"] = state_diff(self.expected, self.after)
         if self.note:
             out["note"] = self.note
         return out

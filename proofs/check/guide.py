@@ -15,6 +15,11 @@ drive it and what would work -- so that a mismatch is never reported as a findin
 Known classes are recognised by name and module (`vllm.*`), signatures with
 `inspect.signature`: nothing is imported and nothing of the subject is called, so
 the rules can be tested with stand-in classes.
+
+The check pipeline's guide stage (`check.pipeline`) is `probe_manager(factory,
+policy, contract)`: the factory looked at, called once (through
+`setup.call_user`), and what it made looked at; `probe_gpu` is the same for the GPU
+targets. Both raise `SetupError` with `guide`'s line.
 """
 
 from __future__ import annotations
@@ -22,8 +27,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from evictable.proofs.base.contract import Contract
+from evictable.impl.free_queue import KVCacheBlock
+from evictable.proofs.base.contract import DEFAULT, Contract
+from evictable.proofs.base.protocol import Factory
+from evictable.proofs.check.setup import SetupError, call_user
 
 __all__ = [
     "KNOWN",
@@ -33,6 +42,8 @@ __all__ = [
     "api_of",
     "guide",
     "known_engine",
+    "probe_gpu",
+    "probe_manager",
     "signature_problems",
 ]
 
@@ -289,3 +300,51 @@ def guide(obj: object, target: str, contract: Contract, spec: str) -> str | None
         f"({', '.join(m.shown() for m in missing)}): give it these methods or wrap it in an "
         'adapter (docs/conformance.md, "The adapter protocol")'
     )
+
+
+# ------------------------------------------------------------------ probes
+
+
+def _name(factory: object, spec: str | None) -> str:
+    if spec:
+        return spec
+    return str(getattr(factory, "__qualname__", None) or type(factory).__name__)
+
+
+def probe_manager(
+    factory: Factory, policy: str, contract: Contract = DEFAULT, spec: str | None = None
+) -> None:
+    """Call the factory once; raise `SetupError` if it fails or the engines cannot
+    drive what it makes under `contract`, with what to do (`check.guide`). A class
+    given as the factory is looked at before it is called (a known engine's class,
+    or signatures that differ from the protocol)."""
+    name = _name(factory, spec)
+    if isinstance(factory, type):
+        why = guide(factory, "manager", contract, name)
+        if why is not None:
+            raise SetupError(why)
+    manager = call_user(f"factory(2, {policy!r}, False)", factory, 2, policy, False)
+    why = guide(manager, "manager", contract, name)
+    if why is not None:
+        raise SetupError(why)
+
+
+def probe_gpu(factory: Any, target: str, contract: Contract, spec: str | None = None) -> None:
+    """What `probe_manager` does for the GPU targets (`free-queue`, `block-pool`,
+    `lazy`): the factory itself, and -- for a queue or a pool -- what it makes from
+    small arguments (two blocks, four blocks)."""
+    name = _name(factory, spec)
+    why = guide(factory, target, contract, name) if isinstance(factory, type) else None
+    if why is not None:
+        raise SetupError(why)
+    if target == "free-queue":
+        block = getattr(factory, "evictable_blocks", KVCacheBlock)
+        blocks = [call_user(f"evictable_blocks({i})", block, i) for i in range(2)]
+        made = call_user("factory(blocks)", factory, blocks)
+    elif target == "block-pool":
+        made = call_user("factory(4)", factory, 4)
+    else:
+        return  # a scanner needs a pool: the engines build both
+    why = guide(made, target, contract, name)
+    if why is not None:
+        raise SetupError(why)

@@ -27,11 +27,11 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from evictable.proofs.base.contract import Contract, ContractError, resolve
+from evictable.proofs.base.contract import Contract, ContractError
 from evictable.proofs.base.findings import findings_block
-from evictable.proofs.base.profiles import profile
 from evictable.proofs.base.protocol import Factory
-from evictable.proofs.check.manager import run_check
+from evictable.proofs.check.pipeline import Request, Subject, check
+from evictable.proofs.check.setup import SetupError
 
 __all__ = ["checker", "seed_for"]
 
@@ -57,6 +57,10 @@ def seed_for(config: pytest.Config) -> int:
     return secrets.randbelow(2**32)
 
 
+def _name(factory: object) -> str:
+    return str(getattr(factory, "__qualname__", None) or type(factory).__name__)
+
+
 def checker(request: pytest.FixtureRequest) -> Callable[..., None]:
     """The `evictable_check` callable of one test: `evictable_check(factory,
     policy="lru", *, contract=None, errors=None, black_box=None, valid_only=None,
@@ -77,42 +81,38 @@ def checker(request: pytest.FixtureRequest) -> Callable[..., None]:
         steps: int | None = None,
         **choices: Any,
     ) -> None:
-        try:
-            chosen = (
-                contract
-                if isinstance(contract, Contract)
-                else resolve(
-                    factory,
-                    mode=contract,
-                    errors=errors,
-                    black_box=black_box,
-                    valid_only=valid_only,
-                    **choices,
-                )
-            )
-        except ContractError as exc:
-            raise pytest.UsageError(f"evictable_check: {exc}") from None
-        name = str(policy or getattr(factory, "evictable_policy", "lru"))
         current = _profile()
-        n = examples if examples is not None else current.max_examples
-        k = steps if steps is not None else current.stateful_step_count
-        result = run_check(
-            factory,
-            name,
-            chosen,
-            n,
-            k,
-            seed,
-            profile(name).check if explore else None,
+        ask = Request(
+            _name(factory),
+            "manager",
+            choices={
+                "mode": contract if isinstance(contract, str) else None,
+                "errors": errors,
+                "black_box": black_box,
+                "valid_only": valid_only,
+                **choices,
+            },
+            policy=policy,
+            examples=examples if examples is not None else current.max_examples,
+            steps=steps if steps is not None else current.stateful_step_count,
+            seed=seed,
             workers=1,
+            explore=explore,
+            contract=contract if isinstance(contract, Contract) else None,
         )
-        record = result.conformance
-        if record.status == "error":
-            pytest.fail(f"evictable_check could not run: {record.reason}", pytrace=False)
-        if result.findings:
+        try:
+            checked = check(ask, Subject(ask.spec, factory))
+        except SetupError as exc:
+            if isinstance(exc.__cause__, ContractError):  # a bad choice of the test's
+                raise pytest.UsageError(f"evictable_check: {exc}") from None
+            pytest.fail(f"evictable_check could not run: {exc}", pytrace=False)
+        if checked.run.error is not None:
+            pytest.fail(f"evictable_check could not run: {checked.run.error}", pytrace=False)
+        if checked.findings:
+            record = checked.run.detail.conformance
             where = request.node.nodeid
             pytest.fail(
-                f"{findings_block(result.findings)}\n\n{chosen.describe()}; "
+                f"{findings_block(checked.findings)}\n\n{checked.contract.describe()}; "
                 f"{record.examples_run} examples, {record.steps_run} steps; seed {seed}\n"
                 f"reproduce with: pytest {where!r} --evictable-seed {seed}",
                 pytrace=False,

@@ -1,14 +1,11 @@
-"""Setting up a check: importing the user's factory and probing what it makes.
+"""Setting up a check: importing the user's factory, and running user code at setup.
 
-`load_factory("mypkg.cache:make")` imports a factory named on a command line;
-`probe_manager(factory, policy, contract)` calls it once and says, in one line, why
-the engines cannot drive what it returns and what would (`check.guide`: a known
-engine's class names its shipped adapter, a signature that differs from the
-protocol needs an adapter, a missing `snapshot()` a black-box contract);
-`probe_gpu` does the same for the GPU-side targets. All raise `SetupError`, which
-the command turns into exit code 2 -- never a finding. User code runs through
-`call_user`: an exception, a `sys.exit()` or a call that never returns (bounded by
-`SETUP_BACKSTOP_S`, a hang backstop) becomes a `SetupError` naming what happened.
+`load_factory("mypkg.cache:make")` imports a factory named on a command line (the
+check pipeline's load stage). User code run before the engines start (the import,
+the guide's probe of the factory, `check.guide`) runs through `call_user`: an
+exception, a `sys.exit()` or a call that never returns (bounded by
+`SETUP_BACKSTOP_S`, a hang backstop) becomes a `SetupError` naming what happened,
+which the command turns into exit code 2 -- never a finding.
 """
 
 from __future__ import annotations
@@ -19,19 +16,14 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from evictable.impl.free_queue import KVCacheBlock
-from evictable.proofs.base.contract import DEFAULT, Contract
 from evictable.proofs.base.guard import StepTimeout, wall_guard
 from evictable.proofs.base.protocol import Factory
-from evictable.proofs.check.guide import guide
 
 __all__ = [
     "SETUP_BACKSTOP_S",
     "SetupError",
     "call_user",
     "load_factory",
-    "probe_gpu",
-    "probe_manager",
 ]
 
 
@@ -94,48 +86,3 @@ def load_factory(spec: str) -> Factory:
     if not callable(obj):
         raise SetupError(f"{spec} is a {type(obj).__name__}, not callable")
     return obj  # type: ignore[no-any-return]
-
-
-def _name(factory: object, spec: str | None) -> str:
-    if spec:
-        return spec
-    return str(getattr(factory, "__qualname__", None) or type(factory).__name__)
-
-
-def probe_manager(
-    factory: Factory, policy: str, contract: Contract = DEFAULT, spec: str | None = None
-) -> None:
-    """Call the factory once; raise `SetupError` if it fails or the engines cannot
-    drive what it makes under `contract`, with what to do (`check.guide`). A class
-    given as the factory is looked at before it is called (a known engine's class,
-    or signatures that differ from the protocol)."""
-    name = _name(factory, spec)
-    if isinstance(factory, type):
-        why = guide(factory, "manager", contract, name)
-        if why is not None:
-            raise SetupError(why)
-    manager = call_user(f"factory(2, {policy!r}, False)", factory, 2, policy, False)
-    why = guide(manager, "manager", contract, name)
-    if why is not None:
-        raise SetupError(why)
-
-
-def probe_gpu(factory: Any, target: str, contract: Contract, spec: str | None = None) -> None:
-    """What `probe_manager` does for the GPU targets (`free-queue`, `block-pool`,
-    `lazy`): the factory itself, and -- for a queue or a pool -- what it makes from
-    small arguments (two blocks, four blocks)."""
-    name = _name(factory, spec)
-    why = guide(factory, target, contract, name) if isinstance(factory, type) else None
-    if why is not None:
-        raise SetupError(why)
-    if target == "free-queue":
-        block = getattr(factory, "evictable_blocks", KVCacheBlock)
-        blocks = [call_user(f"evictable_blocks({i})", block, i) for i in range(2)]
-        made = call_user("factory(blocks)", factory, blocks)
-    elif target == "block-pool":
-        made = call_user("factory(4)", factory, 4)
-    else:
-        return  # a scanner needs a pool: the engines build both
-    why = guide(made, target, contract, name)
-    if why is not None:
-        raise SetupError(why)

@@ -5,9 +5,10 @@ one run can never disagree. `entries(doc)` gives one `Entry` per record:
 
 * `verify`: one per obligation and per negative control (its name, kind, verdict,
   bounds, seconds, counterexample);
-* `check`: the conformance run, every explorer round, and one per class of finding,
-  most severe first (kind `finding`, verdict its severity), each with its trace as
-  steps and its runnable snippet;
+* `check`: one per class of finding, most severe first (kind `finding`, verdict its
+  severity), each with its trace as steps and its runnable snippet; then the records
+  of the engines that found them (the conformance run, every explorer round), each
+  naming the findings (`found`) so that a finding is counted once;
 * `explore`, `replay`: the one run;
 * a command that could not run: one `error` entry with the reason.
 
@@ -43,6 +44,9 @@ class Entry:
     reproduce: str = ""
     group: str = ""
     """What the record belongs to (`verify`: the obligation a control controls)."""
+    found: tuple[str, ...] = ()
+    """An engine's record that failed only by finding something: the findings of the
+    report (each a record of its own: the failure is counted there, once)."""
 
 
 def _flag_value(argv: Sequence[str], flag: str) -> str | None:
@@ -111,6 +115,33 @@ def _bounds_text(b: Mapping[str, Any]) -> str:
 def _check(doc: Mapping[str, Any]) -> list[Entry]:
     again = reproduce(doc)
     out: list[Entry] = []
+    found = tuple(f"finding {i}: {f['label']}" for i, f in enumerate(doc.get("findings", []), 1))
+    for i, finding in enumerate(doc.get("findings", []), 1):
+        cause = finding.get("cause")
+        first = (
+            f"\nfirst divergence, at call {cause['call']}: [{cause['label']}] {cause['reason']}"
+            if cause
+            else ""
+        )
+        also = "".join(
+            f"\nthe same trace also shows [{c['label']}]: {c['reason']}"
+            for c in finding.get("consequences", [])
+        )
+        out.append(
+            Entry(
+                f"finding {i}: {finding['label']}",
+                "finding",
+                str(finding.get("severity", "finding")),
+                False,
+                f"{finding['calls']} call(s), {finding['hits']} hit(s), by the {finding['engine']}",
+                0.0,
+                finding["reason"] + first + also,
+                finding.get("snippet", ""),
+                tuple(finding.get("trace", [])),
+                again,
+                "findings",
+            )
+        )
     conf = doc.get("conformance") or {}
     if conf:
         seed = doc.get("seed")
@@ -130,6 +161,7 @@ def _check(doc: Mapping[str, Any]) -> list[Entry]:
                 + (f"; {conf['reason']}" if conf.get("reason") and verdict == "error" else ""),
                 reproduce=again,
                 group="engines",
+                found=found if verdict == "failed" else (),
             )
         )
     for i, run in enumerate(doc.get("explorations", []), 1):
@@ -150,26 +182,7 @@ def _check(doc: Mapping[str, Any]) -> list[Entry]:
                 tuple(failure.get("trace", [])),
                 again,
                 "engines",
-            )
-        )
-    for i, finding in enumerate(doc.get("findings", []), 1):
-        also = "".join(
-            f"\nthe same trace also shows [{c['label']}]: {c['reason']}"
-            for c in finding.get("consequences", [])
-        )
-        out.append(
-            Entry(
-                f"finding {i}: {finding['label']}",
-                "finding",
-                str(finding.get("severity", "finding")),
-                False,
-                f"{finding['calls']} call(s), {finding['hits']} hit(s), by the {finding['engine']}",
-                0.0,
-                finding["reason"] + also,
-                finding.get("snippet", ""),
-                tuple(finding.get("trace", [])),
-                again,
-                "findings",
+                found if run.get("verdict") == "failed" else (),
             )
         )
     return out

@@ -21,11 +21,16 @@ from typing import Any
 from evictable.proofs.base.bounds import Bounds
 from evictable.proofs.base.contract import ContractError, resolve
 from evictable.proofs.base.protocol import Factory
-from evictable.proofs.check.setup import SetupError, load_factory, probe_manager
+from evictable.proofs.check.guide import probe_manager
+from evictable.proofs.check.setup import SetupError, load_factory
 from evictable.proofs.cli.args import CONTRACT_HELP, ERRORS_HELP, count, writable_path
 from evictable.proofs.cli.errors import UsageError
-from evictable.proofs.cli.report import exploration_fields
-from evictable.proofs.explore.manager import DEFAULT_MAX_STATES, Exploration, explore
+from evictable.proofs.explore.manager import (
+    DEFAULT_MAX_STATES,
+    Exploration,
+    exploration_fields,
+    explore,
+)
 
 __all__ = ["add_parser", "cmd_explore"]
 

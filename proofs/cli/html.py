@@ -11,7 +11,10 @@ font, no image file). It shows
   kept in the address's fragment (`#kind=finding&verdict=safety&sort=seconds&dir=desc`),
   so a link shows the same view;
 * every counterexample as a table of steps -- the call, its result or error, the
-  model's answer, and the state change after it -- with the runnable snippet;
+  model's answer, and the state change after it -- with the runnable snippet; the
+  step that diverges is highlighted, its result beside the model's and, where the
+  state after it differs, the model's state beside the one observed, field by field
+  (`_compared`); the findings come first, then the engine records that found them;
 * the lifecycle diagrams as inline SVG, drawn from the table (`docgen.svg`).
 """
 
@@ -50,6 +53,10 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 table.steps{margin:6px 0;font-size:12px}table.steps th,table.steps td{border:1px solid #d8dee4;
 padding:3px 6px;vertical-align:top}table.steps th{background:#f0f3f6}
 tr.step.diverges td{background:#ffebe9}ul.changes{margin:0;padding-left:16px}
+tr.step.diverges td.expected,table.compare td.expected{background:#dafbe1;font-weight:600}
+tr.step.diverges td.observed,table.compare td.observed{background:#ffcecb;font-weight:600}
+table.compare{margin:4px 0;font-size:12px}table.compare td,table.compare th{border:1px solid
+#d8dee4;padding:2px 6px}
 .reason{margin:4px 0;font-weight:600}details summary{cursor:pointer;color:#0550ae}
 .diagrams{display:flex;flex-wrap:wrap;gap:16px}
 .diagrams figure{margin:0;background:#fff;border:1px solid #d8dee4}
@@ -150,12 +157,52 @@ def step_answer(answer: Mapping[str, Any] | None) -> str:
     return ""
 
 
+def _per_key(value: Any) -> dict[str, str] | None:
+    """A per-key list of a state (blocks, lookups) as key -> the rest, shown."""
+    if not isinstance(value, list) or not all(isinstance(x, dict) and "key" in x for x in value):
+        return None
+    return {
+        show(x["key"]): ", ".join(f"{k} {show(v)}" for k, v in x.items() if k != "key")
+        for x in value
+    }
+
+
+def _compared(step: Mapping[str, Any]) -> str:
+    """The state the model expected beside the one observed, where they differ: one
+    row per differing field (per key, for blocks and lookups), highlighted."""
+    expected, observed = step.get("state_expected"), step.get("state_after")
+    if not isinstance(expected, dict) or not isinstance(observed, dict) or expected == observed:
+        return ""
+    rows = []
+    for name in [*expected, *(n for n in observed if n not in expected)]:
+        a, b = expected.get(name), observed.get(name)
+        if a == b:
+            continue
+        ka, kb = _per_key(a), _per_key(b)
+        if ka is not None and kb is not None:
+            for key in [*ka, *(k for k in kb if k not in ka)]:
+                if ka.get(key) != kb.get(key):
+                    rows.append((f"{name} {key}", ka.get(key, "absent"), kb.get(key, "absent")))
+        else:
+            rows.append((name, show(a), show(b)))
+    body = "".join(
+        f"<tr class='differs'><td>{_e(n)}</td><td class='expected'>{_e(x)}</td>"
+        f"<td class='observed'>{_e(y)}</td></tr>"
+        for n, x, y in rows
+    )
+    return (
+        "<table class='compare'><thead><tr><th>state after</th><th>expected (model)</th>"
+        f"<th>observed</th></tr></thead><tbody>{body}</tbody></table>"
+    )
+
+
 def _steps_table(steps: tuple[Mapping[str, Any], ...]) -> str:
     rows = []
     for i, step in enumerate(steps):
         mine = step_answer(step)
         model = step_answer(step.get("model"))
-        diverges = bool(model) and mine != model
+        compared = _compared(step)
+        diverges = (bool(model) and mine != model) or bool(compared)
         if step.get("fault"):
             f = step["fault"]
             model = f"(not stepped: policy hook {f.get('hook')!s} fails on call {f.get('call')})"
@@ -163,17 +210,18 @@ def _steps_table(steps: tuple[Mapping[str, Any], ...]) -> str:
         change = (
             "<ul class='changes'>" + "".join(f"<li>{_e(c)}</li>" for c in changes) + "</ul>"
             if changes
-            else ("—" if step.get("state_after") is not None else "")
+            else ("—" if step.get("state_after") is not None and not compared else "")
         )
         rows.append(
             f"<tr class='step{' diverges' if diverges else ''}' data-op='{_e(step.get('op', ''))}'>"
             f"<td class='num'>{i}</td><td><code>{_e(step.get('call', ''))}</code></td>"
-            f"<td>{_e(mine or step.get('note', ''))}</td><td>{_e(model)}</td>"
-            f"<td>{change}</td></tr>"
+            f"<td class='observed'>{_e(mine or step.get('note', ''))}</td>"
+            f"<td class='expected'>{_e(model)}</td>"
+            f"<td>{change}{compared}</td></tr>"
         )
     return (
         "<table class='steps'><thead><tr><th>#</th><th>call</th><th>result or error</th>"
-        "<th>model</th><th>state change after it</th></tr></thead><tbody>"
+        "<th>model (expected)</th><th>state change after it</th></tr></thead><tbody>"
         + "".join(rows)
         + "</tbody></table>"
     )

@@ -5,7 +5,8 @@ document with one `<testsuite>` per command run and one `<testcase>` per record
 (`cli.entries`): a record that is not ok is a `<failure>` whose message is its
 verdict and whose text is its counterexample (the reason, the steps -- call, result
 or error, state change -- and the runnable snippet), or an `<error>` when it could
-not run or reached no verdict (`error`, `unknown`).
+not run or reached no verdict (`error`, `unknown`). A finding is one failure: the
+engine records that found it pass, naming it in their `<system-out>`.
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ def _text(e: Entry) -> str:
     return "\n".join(lines)
 
 
+def _fails(e: Entry) -> bool:
+    """Whether a record is a failed test case: not ok, and not an engine whose only
+    failure is the findings it found (those are counted once, as their own cases)."""
+    return not e.ok and not (e.found and e.verdict not in _ERRORS)
+
+
 def render_junit(doc: Mapping[str, Any]) -> str:
     """The report `doc` as JUnit XML (see the module docstring)."""
     rows = entries(doc)
@@ -50,8 +57,8 @@ def render_junit(doc: Mapping[str, Any]) -> str:
         "testsuite",
         name=f"evictable {command}",
         tests=str(len(rows)),
-        failures=str(sum(1 for e in rows if not e.ok and e.verdict not in _ERRORS)),
-        errors=str(sum(1 for e in rows if not e.ok and e.verdict in _ERRORS)),
+        failures=str(sum(1 for e in rows if _fails(e) and e.verdict not in _ERRORS)),
+        errors=str(sum(1 for e in rows if _fails(e) and e.verdict in _ERRORS)),
         time=f"{float(doc.get('seconds', 0.0)):.3f}",
     )
     props = ElementTree.SubElement(suite, "properties")
@@ -66,6 +73,10 @@ def render_junit(doc: Mapping[str, Any]) -> str:
             name=e.name,
             time=f"{e.seconds:.3f}",
         )
+        if e.found and not _fails(e):  # its findings are test cases of their own
+            out = ElementTree.SubElement(case, "system-out")
+            out.text = f"{e.verdict}: found {', '.join(e.found)} (each its own test case)"
+            continue
         if e.ok:
             continue
         tag = "error" if e.verdict in _ERRORS else "failure"

@@ -18,16 +18,19 @@ when the command could not run.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO
 
 import evictable
 import evictable.impl
+from evictable.proofs.base import watch
 from evictable.proofs.cli import check as check_cmd
 from evictable.proofs.cli import explore as explore_cmd
 from evictable.proofs.cli import replay as replay_cmd
@@ -142,12 +145,46 @@ def _report_refusal(argv: list[str], error: str) -> int:
     return 2
 
 
-def _pipe_closed() -> int:
-    """stdout's reader went away (`evictable diagram | head`): stop quietly, exit 2
-    (the output is incomplete), with no traceback at interpreter exit either."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    return 2
+class _ClosedPipeOk(io.TextIOBase):
+    """stdout, such that its reader going away (`evictable diagram | head -1`) ends
+    nothing: the rest of the output goes to /dev/null, the command finishes, and its
+    exit code is its own (0 for `diagram`, the verdict for `check` or `verify`)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self.stream = stream
+        self.closed_by_reader = False
+
+    def _gone(self) -> None:
+        self.closed_by_reader = True
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())  # no traceback at interpreter exit
+
+    def write(self, text: str) -> int:
+        if not self.closed_by_reader:
+            try:
+                return self.stream.write(text)
+            except BrokenPipeError:
+                self._gone()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.closed_by_reader:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._gone()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return str(getattr(self.stream, "encoding", None) or "utf-8")
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -191,6 +228,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Handler = args.handler
     start = time.perf_counter()
     error: str | None = None
+    stdout = sys.stdout
+    if not isinstance(stdout, _ClosedPipeOk):
+        sys.stdout = _ClosedPipeOk(stdout)
     try:
         code, fields = handler(args)
         error = fields.pop("error", None)  # a command that ran but reached no verdict
@@ -198,22 +238,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         code, fields, error = 2, {}, str(exc)
         if not error.startswith("evictable"):
             error = f"evictable {args.command}: {error}"
-    except BrokenPipeError:
-        return _pipe_closed()
     except SystemExit as exc:  # user code under check called sys.exit(): not our exit code
         code, fields = 2, {}
         error = f"evictable {args.command}: the code under check called sys.exit({exc.code!r})"
     except KeyboardInterrupt:
-        code, fields, error = 2, {}, f"evictable {args.command}: interrupted"
+        during = watch.interrupted()
+        code, fields = 2, {}
+        error = f"evictable {args.command}: interrupted" + (f" during {during}" if during else "")
     except Exception as exc:  # a bug of this tool: still one line, and exit code 2
         code, fields = 2, {}
         error = f"evictable {args.command}: internal error: {type(exc).__name__}: {exc}"
+    finally:
+        sys.stdout = stdout
     if error is not None:
         print(error, file=sys.stderr)
     try:
         sys.stdout.flush()
-    except BrokenPipeError:
-        return _pipe_closed()
+    except BrokenPipeError:  # the reader went away after the last write
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     doc = envelope(args.command, args_in, code, time.perf_counter() - start, fields, error)
     if not _write_reports(args.command, doc, _paths(args)):
         return 2

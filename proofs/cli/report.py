@@ -32,12 +32,10 @@ from pathlib import Path
 from typing import Any
 
 import evictable
-from evictable.proofs.explore.manager import Exploration
 
 __all__ = [
     "SCHEMA_VERSION",
     "envelope",
-    "exploration_fields",
     "schema",
     "tool_info",
     "write_report",
@@ -110,39 +108,3 @@ def schema() -> dict[str, Any]:
     text = resources.files("evictable.proofs.cli").joinpath("schema.json").read_text("utf-8")
     loaded: dict[str, Any] = json.loads(text)
     return loaded
-
-
-def exploration_fields(run: Exploration) -> dict[str, Any]:
-    """An exploration as report fields (`#/$defs/exploration` of the schema)."""
-    b, f = run.bounds, run.figures
-    failure = None
-    if run.failure is not None:
-        failure = {
-            "reason": run.failure.reason,
-            "calls": len(run.failure.path) + (run.failure.op is not None),
-            "snippet": run.failure.snippet,
-            "trace": [step.as_dict() for step in run.failure.steps],
-        }
-    return {
-        "bounds": {
-            "policy": b.policy,
-            "slots": b.slots,
-            "keys": b.keys,
-            "max_ref": b.max_ref,
-            "batch": b.batch,
-            "events": b.events,
-        },
-        "canonical": run.canonical,
-        "workers": run.workers,
-        "figures": {
-            "states": f.states,
-            "transitions": f.transitions,
-            "depth": f.max_depth,
-            "seconds": round(f.seconds, 4),
-            "complete": f.complete,
-            "pruned": f.pruned,
-            "concrete": f.concrete,
-        },
-        "verdict": "ok" if run.ok else "failed" if run.failure else "incomplete",
-        "failure": failure,
-    }

@@ -41,6 +41,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from evictable.proofs.base.guard import StepTimeout, step_guard
 from evictable.proofs.base.records import deadline as current_deadline
+from evictable.proofs.base.watch import detail, paused_watcher
 
 __all__ = ["Expansion", "Found", "Result", "Subject", "search"]
 
@@ -57,6 +58,8 @@ class Found(Generic[L]):
     reason: str
     last: L | None = None
     prefix: tuple[L, ...] | None = None
+    hang: str = ""
+    """"spinning" or "blocked" when the failing edge did not return (`base.guard`)."""
 
 
 @dataclass
@@ -149,8 +152,9 @@ def _expand_one(payload: Any) -> Expansion[Any, Any]:
     except StepTimeout as timeout:
         label = getattr(_SUBJECT, "in_flight", None)
         if label is None:
-            return Expansion(found=Found(f"checking the state {timeout}"))
-        return Expansion(found=Found(f"the call {timeout}", label))
+            return Expansion(found=Found(f"checking the state {timeout}", hang=timeout.kind))
+        what = f"the call {timeout.what} " if timeout.what else "the call "
+        return Expansion(found=Found(f"{what}{timeout}", label, hang=timeout.kind))
 
 
 def _expand_chunk(items: Sequence[tuple[int, Any]]) -> list[tuple[int, Expansion[Any, Any]]]:
@@ -208,7 +212,8 @@ def search(
     timed_out = False
     pool = None
     if workers > 1:
-        pool = multiprocessing.get_context("fork").Pool(workers, _init, (subject,))
+        with paused_watcher():  # no thread may run while the workers are forked
+            pool = multiprocessing.get_context("fork").Pool(workers, _init, (subject,))
     else:
         _init(subject)
     try:
@@ -250,6 +255,7 @@ def search(
                     break
             if found is None and nxt and not timed_out:
                 depth += 1
+                detail(f"depth {depth}, {len(seen)} states")
             if timed_out or len(seen) > max_states:
                 complete = False
                 break

@@ -32,13 +32,14 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from evictable.proofs.base.bounds import Bounds
 from evictable.proofs.base.compare import Kind as FindingKind
 from evictable.proofs.base.contract import DEFAULT, Contract
 from evictable.proofs.base.faults import HOOKS
-from evictable.proofs.base.findings import snippet as render_snippet
-from evictable.proofs.base.guard import StepTimeout, step_guard
+from evictable.proofs.base.findings import Script, checked_snippet
+from evictable.proofs.base.guard import StepTimeout, guard_session, step_guard
 from evictable.proofs.base.protocol import Factory
 from evictable.proofs.base.trace import TraceStep
 from evictable.proofs.explore.engine import Result, search
@@ -50,6 +51,7 @@ __all__ = [
     "Exploration",
     "Failure",
     "Figures",
+    "exploration_fields",
     "explore",
 ]
 
@@ -112,6 +114,8 @@ class Failure:
     """The finding's class (`base.compare.Kind`)."""
     steps: tuple[TraceStep, ...] = ()
     """The trace as data (`base.trace.TraceStep`), construction first."""
+    script: Script | None = None
+    """The trace as calls to make again (`base.findings.Script`)."""
 
     def text(self) -> str:
         n = len(self.path) + (self.op is not None)
@@ -154,6 +158,42 @@ class Exploration:
         if self.failure is not None:
             out += "\n" + self.failure.text()
         return out
+
+
+def exploration_fields(run: Exploration) -> dict[str, Any]:
+    """An exploration as report fields (`#/$defs/exploration` of the schema)."""
+    b, f = run.bounds, run.figures
+    failure = None
+    if run.failure is not None:
+        failure = {
+            "reason": run.failure.reason,
+            "calls": len(run.failure.path) + (run.failure.op is not None),
+            "snippet": run.failure.snippet,
+            "trace": [step.as_dict() for step in run.failure.steps],
+        }
+    return {
+        "bounds": {
+            "policy": b.policy,
+            "slots": b.slots,
+            "keys": b.keys,
+            "max_ref": b.max_ref,
+            "batch": b.batch,
+            "events": b.events,
+        },
+        "canonical": run.canonical,
+        "workers": run.workers,
+        "figures": {
+            "states": f.states,
+            "transitions": f.transitions,
+            "depth": f.max_depth,
+            "seconds": round(f.seconds, 4),
+            "complete": f.complete,
+            "pruned": f.pruned,
+            "concrete": f.concrete,
+        },
+        "verdict": "ok" if run.ok else "failed" if run.failure else "incomplete",
+        "failure": failure,
+    }
 
 
 # ------------------------------------------------------------------ parent side
@@ -200,7 +240,8 @@ def explore(
     workers = default_workers() if workers is None else workers
     fac = factory if factory is not None else default_factory()
     subject = ManagerSubject(bounds, fac, canonical, contract, masked)
-    run = search(subject, workers=workers, max_states=max_states, deadline=deadline)
+    with guard_session():  # each worker's own, once forked
+        run = search(subject, workers=workers, max_states=max_states, deadline=deadline)
     figures = Figures(
         run.states,
         run.transitions,
@@ -221,17 +262,19 @@ def explore(
 
 
 def _hung_lines(
-    ctx: ManagerSubject, labels: Sequence[int], op: Op | None, timeout: StepTimeout
-) -> list[tuple[str, str, bool]]:
+    ctx: ManagerSubject, labels: Sequence[int], op: Op | None, timeout: object
+) -> tuple[list[tuple[str, str, bool]], list[TraceStep]]:
     """The trace up to the call that did not return, that call marked as such."""
+    steps: list[TraceStep] = []
     try:
         with step_guard():
-            lines = ctx.lines(labels, None)
+            lines, steps = ctx.trace(labels, None)
     except Exception as exc:
         lines = [(f"# replaying the trace raised {type(exc).__name__}: {exc}", "", False)]
     if op is not None:
-        lines.append((f"m.{op.text}", f"impl: the call {timeout}", True))
-    return lines
+        lines.append((f"m.{op.text}", f"impl {timeout}", True))
+        steps.append(TraceStep(f"m.{op.text}", op.method, note=f"impl {timeout}", raised=True))
+    return lines, steps
 
 
 def _failure(ctx: ManagerSubject, run: Result[int]) -> Failure:
@@ -242,26 +285,36 @@ def _failure(ctx: ManagerSubject, run: Result[int]) -> Failure:
     path = tuple(ctx.ops[i] for i in labels)
     op = ctx.ops[found.last] if found.last is not None else None
     steps: list[TraceStep] = []
+    hangs = {"blocked": FindingKind.BLOCKED, "spinning": FindingKind.HANG}
     try:
-        with step_guard():  # replaying an edge that hung would hang again
-            lines, steps = ctx.trace(labels, found.last)
-            kind = ctx.classify(labels, found.last)
-    except StepTimeout as timeout:
-        lines, kind = _hung_lines(ctx, labels, op, timeout), FindingKind.HANG
+        if found.hang:  # the edge did not return: it is not made again
+            at = found.reason.find("did not return")
+            lines, steps = _hung_lines(ctx, labels, op, found.reason[max(at, 0) :])
+            kind = hangs.get(found.hang, FindingKind.HANG)
+        else:
+            with step_guard():
+                lines, steps = ctx.trace(labels, found.last)
+                kind = ctx.classify(labels, found.last)
+    except StepTimeout as timeout:  # a replay that hangs where the search did not
+        lines, steps = _hung_lines(ctx, labels, op, timeout)
+        kind = hangs.get(timeout.kind, FindingKind.HANG)
     except Exception as exc:  # the factory itself failed: the reason says so
         lines, kind = (
             [(f"# replaying the trace raised {type(exc).__name__}: {exc}", "", False)],
             FindingKind.STATE,
         )
-    text = render_snippet(ctx.factory, ctx.contract.keys.preamble, lines, found.reason)
+    text = checked_snippet(ctx.factory, ctx.contract, lines, steps, kind, found.reason)
+    made = [*path, op] if op is not None else list(path)
+    calls = tuple((o.method, *_built(o)) for o in made)
+    b = ctx.bounds
     return Failure(
-        found.reason,
-        path,
-        op,
-        text + "\nprint(m.snapshot())" if not ctx.contract.black_box else text,
-        kind,
-        tuple(steps),
+        found.reason, path, op, text, kind, tuple(steps), Script(b.slots, b.events > 0, calls)
     )
+
+
+def _built(op: Op) -> tuple[tuple[Any, ...], tuple[tuple[str, Any], ...]]:
+    args, kwargs = op.build()
+    return tuple(args), tuple(sorted(kwargs.items()))
 
 
 # ------------------------------------------------------------------ obligations

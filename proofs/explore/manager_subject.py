@@ -46,7 +46,7 @@ from evictable.proofs.base.cpu_contract import (
     refused_by_table,
 )
 from evictable.proofs.base.faults import PLAN, InjectedFault, fault_policy_name
-from evictable.proofs.base.guard import STEP_BOUND_S, step_guard
+from evictable.proofs.base.guard import STEP_BOUND_S, Called, step_guard
 from evictable.proofs.base.protocol import Factory
 from evictable.proofs.base.trace import TraceStep, encode_args, encode_state, outcome_of
 from evictable.proofs.explore.engine import Expansion, Found
@@ -167,7 +167,15 @@ class Context:
         out = [(code, "", False)]
         i_side = self._observed(impl)
         names = {"num_blocks": b.slots, "policy": b.policy, "enable_events": b.events > 0}
-        steps = [TraceStep(code, "construct", names, after=encode_state(i_side))]
+        steps = [
+            TraceStep(
+                code,
+                "construct",
+                names,
+                after=encode_state(i_side),
+                expected=encode_state(self._observed(model)),
+            )
+        ]
         ops = [*path, last] if last is not None else list(path)
         for n, i in enumerate(ops, 1):
             op = self.ops[i]
@@ -192,12 +200,13 @@ class Context:
                     encode_state(i_side),
                     note,
                     raised,
+                    expected=encode_state(self._observed(model)),
                 )
             )
         return out, steps
 
     def _observed(self, impl: Any) -> object:
-        """The implementation's state as the contract observes it (None if it cannot)."""
+        """A side's state as the contract observes it (None if it cannot)."""
         try:
             return observe(self.contract, impl, self.alphabet.keys, self.counted).view
         except ObservationError:
@@ -411,7 +420,7 @@ class ManagerSubject(Context, _Faults):
             if not self.allowed(wm, op):
                 continue
             self.in_flight = oi
-            with step_guard(), PLAN.counting() as reached:
+            with step_guard(what=Called(op)), PLAN.counting() as reached:
                 found, m_post, i_post = self.edge(wm, wi, op, m_pre, i_pre)
             ok = found is None and m_post is not None and i_post is not None
             if ok and self.bounds.faults and reached and i_pre.full is not None:

@@ -41,7 +41,8 @@ from evictable.model.manager import MODEL_POLICIES
 from evictable.proofs.base.compare import Kind as FindingKind
 from evictable.proofs.base.contract import DEFAULT, Contract, ContractError, resolve
 from evictable.proofs.base.faults import PLAN, fault_policy_name
-from evictable.proofs.base.findings import Finding, snippet
+from evictable.proofs.base.findings import Finding, checked_snippet
+from evictable.proofs.base.guard import guard_session
 from evictable.proofs.base.profiles import profile
 from evictable.proofs.base.protocol import ADAPTER_API, BLACK_BOX_API, Factory
 from evictable.proofs.base.records import (
@@ -53,6 +54,7 @@ from evictable.proofs.base.records import (
 )
 from evictable.proofs.lockstep.arc_rules import ArcRules
 from evictable.proofs.lockstep.copies import copy_support
+from evictable.proofs.lockstep.failures import script_of
 from evictable.proofs.lockstep.inputs import KEYS
 from evictable.proofs.lockstep.machine import build_machine
 from evictable.proofs.lockstep.manager import Action, ConformanceFailure, replay
@@ -69,6 +71,10 @@ __all__ = [
     "run_conformance",
 ]
 
+
+HANG_REPLAYS = 25
+"""The replay budget of shrinking a call that spins or blocks: every replay that
+reaches it waits out the session's shorter bound (`base.flight.guard_session`)."""
 
 POLICY_RULES: dict[str, type] = {"arc": ArcRules}
 """Extra conformance rules of the built-in policies (a profile's own `rules` wins)."""
@@ -117,6 +123,8 @@ class ConformanceRecord:
     """The copy round trips the run checked (`lockstep.copies`)."""
     copies_note: str = ""
     """Why the other round trips were not checked ("" when all were)."""
+    first_failure_s: float | None = None
+    """Seconds from the start of the run to its first divergence (a measurement)."""
 
     def scope(self) -> str:
         """What the run did and did not check, in one line (never a silent omission)."""
@@ -147,6 +155,7 @@ class ConformanceRecord:
             head += (
                 f"; first divergence in example {self.first_failure_example} "
                 f"after {self.first_failure_steps} steps"
+                + (f" ({self.first_failure_s:.1f}s)" if self.first_failure_s is not None else "")
             )
         if self.status == "failed" and self.seed is not None:
             head += f" (seed {self.seed} reproduces it)"
@@ -323,23 +332,24 @@ def run_conformance(
     status: Literal["passed", "failed", "error"] = "passed"
     reason = ""
     found: list[ConformanceFailure] = []
-    try:
-        run_state_machine_as_test(machine, settings=config)
-        found = list(stats.findings.values())
-    except ConformanceFailure as failure:
-        found = failure.every()
-    except DeadlineExceeded:
-        raise  # the obligation's wall-clock bound: the runner reports `unknown`
-    except Exception as exc:
-        status = "error"
-        reason = f"the run crashed: {type(exc).__name__}: {exc}\n" + "".join(
-            traceback.format_exception(exc)[-4:]
+    with guard_session():  # once a call spun or blocked, later ones are stopped sooner
+        try:
+            run_state_machine_as_test(machine, settings=config)
+            found = list(stats.findings.values())
+        except ConformanceFailure as failure:
+            found = failure.every()
+        except DeadlineExceeded:
+            raise  # the obligation's wall-clock bound: the runner reports `unknown`
+        except Exception as exc:
+            status = "error"
+            reason = f"the run crashed: {type(exc).__name__}: {exc}\n" + "".join(
+                traceback.format_exception(exc)[-4:]
+            )
+        finally:
+            PLAN.disarm()
+        findings = _shrunk(
+            factory, policy, fault_policy, contract, found, stats.hits, shrink_replays, observer
         )
-    finally:
-        PLAN.disarm()
-    findings = _shrunk(
-        factory, policy, fault_policy, contract, found, stats.hits, shrink_replays, observer
-    )
     if findings:
         status = "failed"
     seconds = time.perf_counter() - start
@@ -364,6 +374,7 @@ def run_conformance(
         machine.faults_note,  # type: ignore[attr-defined]
         machine.copy_modes,  # type: ignore[attr-defined]
         machine.copies_note,  # type: ignore[attr-defined]
+        stats.first_failure_s,
     )
 
 
@@ -388,18 +399,21 @@ def _shrunk(
             got = replay(factory, policy, fault_policy, PLAN, actions, contract, observer)
             return got.as_kind(kind) if got is not None else None
 
-        best, _ = shrink(probe, failure, replays)
+        hangs = failure.kind in (FindingKind.HANG, FindingKind.BLOCKED)
+        best, _ = shrink(probe, failure, min(replays, HANG_REPLAYS) if hangs else replays)
         lines = [(line.code, line.note, line.raised) for line in best.lines]
+        steps = tuple(line.step() for line in best.lines)
         out.append(
             Finding(
                 best.kind,
                 "conformance engine",
                 best.reason,
                 "\n".join(best.trace),
-                snippet(factory, contract.keys.preamble, lines, best.reason),
+                checked_snippet(factory, contract, lines, steps, best.kind, best.reason),
                 best.calls,
                 max(1, hits.get(best.kind, 1)),
-                tuple(line.step() for line in best.lines),
+                steps,
+                script=script_of(best.actions),
             )
         )
     return tuple(out)

@@ -7,17 +7,20 @@
 * `ConformanceFailure` -- a divergence: its class (`compare.Kind`), reason, trace and
   actions (and the further findings of the same last step);
 * `RunStats` -- counts across the examples of one run, and the shortest failure of
-  each class (`record`).
+  each class (`record`);
+* `script_of` -- a trace of plain calls as a `base.findings.Script`, to make again.
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from evictable.proofs.base.compare import Kind, Reply
+from evictable.proofs.base.findings import Script
 from evictable.proofs.base.trace import TraceStep, encode_args, encode_state, outcome_of
 from evictable.proofs.lockstep.inputs import Call
 
@@ -32,6 +35,7 @@ __all__ = [
     "Start",
     "Step",
     "TraceLine",
+    "script_of",
 ]
 
 
@@ -97,6 +101,8 @@ class RawStep:
     before: object = None
     after: object = None
     fault: tuple[tuple[str, Any], ...] | None = None
+    expected: object = None
+    """The model's observed state after the call (same shape as `after`)."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +144,7 @@ class TraceLine:
             self.note,
             self.raised,
             dict(raw.fault) if raw.fault is not None else None,
+            encode_state(raw.expected),
         )
 
 
@@ -187,6 +194,10 @@ class RunStats:
     first_failure_example: int | None = None
     first_failure_step: int | None = None
     first_failure_total_steps: int | None = None
+    started: float = field(default_factory=time.perf_counter)
+    first_failure_s: float | None = None
+    """Seconds from the start of the run to its first failure (a measurement, shown
+    to a user: never part of a verdict)."""
     fault_examples: int = 0
     faults_fired: int = 0
     outcomes: Counter[str] = field(default_factory=Counter)
@@ -202,6 +213,7 @@ class RunStats:
             self.first_failure_example = self.examples
             self.first_failure_step = step_no
             self.first_failure_total_steps = self.steps
+            self.first_failure_s = time.perf_counter() - self.started
 
     def record(self, failure: ConformanceFailure) -> None:
         """Keep `failure` if it is the first, or the shortest so far, of its class."""
@@ -209,3 +221,16 @@ class RunStats:
         best = self.findings.get(failure.kind)
         if best is None or len(failure.actions) < len(best.actions):
             self.findings[failure.kind] = failure
+
+
+def script_of(actions: Sequence[Action]) -> Script | None:
+    """The script of a lock-step trace made of a start and plain calls (else None)."""
+    if not actions or not isinstance(actions[0], Start) or actions[0].faulty:
+        return None
+    calls = []
+    for action in actions[1:]:
+        if not isinstance(action, Step) or not action.call.method:
+            return None
+        args, kwargs = action.call.build()
+        calls.append((action.call.method, tuple(args), tuple(sorted(kwargs.items()))))
+    return Script(actions[0].num_blocks, actions[0].events, tuple(calls))

@@ -34,7 +34,7 @@ from evictable.model.types import BlockId
 from evictable.proofs.base.compare import Kind, Reply, describe, invoke, judge
 from evictable.proofs.base.contract import DEFAULT, Contract
 from evictable.proofs.base.gpu_contract import project
-from evictable.proofs.base.guard import StepTimeout, step_guard
+from evictable.proofs.base.guard import StepBlocked, StepTimeout, step_guard
 from evictable.proofs.base.records import check_deadline
 
 __all__ = [
@@ -171,11 +171,12 @@ class LockStep(RuleBasedStateMachine):
         """`fn()` under the per-step CPU-time bound (`base.guard`): a call that
         does not return in time fails the run, with its trace."""
         try:
-            with step_guard():
+            with step_guard(what=label):
                 return fn()
         except StepTimeout as timeout:
             self.trace.append(f"{label}  # {timeout}")
-            self.fail(f"{label}: the call {timeout}", Kind.HANG)
+            kind = Kind.BLOCKED if isinstance(timeout, StepBlocked) else Kind.HANG
+            self.fail(f"{label}: the call {timeout}", kind)
 
     def both(
         self,

@@ -52,7 +52,7 @@ from evictable.proofs.base.cpu_contract import (
     refused_by_table,
 )
 from evictable.proofs.base.faults import FaultPlan
-from evictable.proofs.base.guard import StepTimeout, step_guard
+from evictable.proofs.base.guard import Called, StepBlocked, StepTimeout, step_guard
 from evictable.proofs.base.protocol import Factory
 from evictable.proofs.base.records import check_deadline
 from evictable.proofs.lockstep.copies import apply_copy
@@ -219,7 +219,8 @@ class LockStep:
         try:
             try:
                 try:
-                    with step_guard():
+                    call = getattr(action, "call", None)
+                    with step_guard(what=Called(call.text) if call is not None else action):
                         if isinstance(action, Start):
                             self._start(action)
                         elif isinstance(action, Step):
@@ -237,10 +238,12 @@ class LockStep:
             except StepTimeout as timeout:
                 call = getattr(action, "call", None)
                 code = f"m.{call.text}" if call is not None else f"{action}"
-                self.lines.append(TraceLine(code, str(timeout), True))
+                if not self.lines or self.lines[-1].code != code:
+                    self.lines.append(TraceLine(code, f"impl {timeout}", True))
                 if not self.actions or self.actions[-1] is not action:
                     self.actions.append(action)
-                self._fail(f"step {self.step_no}: the call {timeout}", Kind.HANG)
+                kind = Kind.BLOCKED if isinstance(timeout, StepBlocked) else Kind.HANG
+                self._fail(f"step {self.step_no}: the call {code} {timeout}", kind)
         except ConformanceFailure as failure:
             if not self.collect:
                 raise
@@ -281,9 +284,9 @@ class LockStep:
             self.counted = False
         except Exception:  # a crashing counter is reported by the state check
             self.counted = True
-        self._check_after("construction")
-        if self.i_side is not None:
-            self._attach(after=self.i_side.view)
+        m_side, i_side = self._observe("construction")
+        self._attach(after=i_side.view, expected=m_side.view)
+        self._check_after("construction", (m_side, i_side))
         if self.observer is not None:
             self.observer.start()
 
@@ -354,6 +357,7 @@ class LockStep:
             model=rm,
             before=i_before.view,
             after=i_after.view,
+            expected=m_after.view,
         )
         found = judge_call(
             self.contract,

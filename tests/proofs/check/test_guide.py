@@ -17,8 +17,14 @@ import pytest
 
 from evictable.impl.manager import CPUOffloadingManager
 from evictable.proofs.base.contract import DEFAULT, PRESETS, ContractError, Mode, resolve
-from evictable.proofs.check.guide import KNOWN, guide, known_engine, signature_problems
-from evictable.proofs.check.setup import SetupError, probe_manager
+from evictable.proofs.check.guide import (
+    KNOWN,
+    guide,
+    known_engine,
+    probe_manager,
+    signature_problems,
+)
+from evictable.proofs.check.setup import SetupError
 
 ROOT = Path(__file__).resolve().parents[3]
 ADAPTERS = "evictable.proofs.adapters.vllm"

@@ -170,10 +170,15 @@ def test_the_junit_file_has_one_test_case_per_record(reports: dict[str, Path]) -
     check = ET.parse(reports["check.xml"]).getroot()
     cases = check.findall(".//testcase")
     assert [c.get("name") for c in cases] == [
-        "manager: conformance engine",
         "finding 1: pinned or protected block evicted",
+        "manager: conformance engine",
     ]
-    failure = cases[1].find("failure")
+    suite = check.find("testsuite")
+    assert suite is not None and suite.get("failures") == "1"  # one bug, one failure
+    assert cases[1].find("failure") is None  # the engine that found it names it instead
+    out = cases[1].find("system-out")
+    assert out is not None and "finding 1: pinned or protected block evicted" in (out.text or "")
+    failure = cases[0].find("failure")
     assert failure is not None and failure.text is not None
     assert "evicted b'k3' while it is LOADING" in (failure.get("message") or "")
     assert "m.prepare_load(" in failure.text and "reproduce: evictable check" in failure.text
@@ -190,8 +195,8 @@ def test_chromium_shows_every_record_and_the_steps_of_the_finding(
 ) -> None:
     dom = _dom(tmp_path, reports["check.html"])
     assert [r["data-name"] for r in dom.records] == [
-        "manager: conformance engine",
         "finding 1: pinned or protected block evicted",
+        "manager: conformance engine",
     ]
     assert all(r.get("hidden") is None for r in dom.records)
     ops = [s["data-op"] for s in dom.steps]
@@ -238,3 +243,28 @@ def test_a_check_that_could_not_run_still_writes_its_pages(tmp_path: Path) -> No
     assert "could not run" in page.read_text(encoding="utf-8")
     error = ET.parse(junit).getroot().find(".//testcase/error")
     assert error is not None and "no_such_module" in (error.get("message") or "")
+
+
+def test_the_diverging_step_shows_the_expected_state_beside_the_observed(tmp_path: Path) -> None:
+    page = tmp_path / "drift.html"
+    here = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        spec = "tests.proofs.check.hostile:listed_while_loading"
+        assert main(["check", spec, *CHECK[1:], "--html", str(page)]) == 1
+    finally:
+        os.chdir(here)
+    text = page.read_text(encoding="utf-8")
+    first = text.index("finding 1: pinned or protected block evicted")
+    assert first < text.index("manager: conformance engine")  # the finding comes first
+    # the first divergence (the counters after the load), expected beside observed
+    assert "<table class='compare'>" in text
+    row = re.search(
+        r"<tr class='differs'><td>([^<]*)</td><td class='expected'>([^<]*)</td>"
+        r"<td class='observed'>([^<]*)</td></tr>",
+        text,
+    )
+    assert row is not None and row.groups() == ("counters", "[0, 0]", "[1, 0]"), row
+    # the consequence: the model's answer beside the store's, highlighted
+    assert text.count("<tr class='step diverges'") == 2
+    assert "<td class='expected'>-&gt; null</td>" in text

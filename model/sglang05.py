@@ -34,6 +34,9 @@ How the seed's vocabulary maps onto SGLang (`Sglang05Manager`):
   order at first (and after a reset), a freed page joining the back. The snapshot
   lists the free pages in hand-out order (`free_stack`) with the high-water mark at
   `num_blocks`.
+* **The snapshot's policy** is `OpaquePolicySnapshot("sglang-lru", (recency,
+  leaves))`: every resident key by last access, and the evictable ones (SGLang's host
+  leaves) in eviction order.
 * There are no offloading events.
 
 Left out (the adapter drives none of it): multi-page paths (a node with children is
@@ -50,13 +53,16 @@ from evictable.model.errors import InvalidArgumentError
 from evictable.model.lifecycle import CpuEvent
 from evictable.model.manager import ModelManager
 from evictable.model.policy import RefOf
-from evictable.model.types import Key, LruPolicySnapshot, PrepareStoreOutput, SlotId
+from evictable.model.types import Key, OpaquePolicySnapshot, PrepareStoreOutput, SlotId
 from evictable.model.validate import check_keys, check_keys_and_success, touch_keys
 
-__all__ = ["SGLANG_VERSION", "HostLeafLru", "Sglang05Manager"]
+__all__ = ["POLICY_NAME", "SGLANG_VERSION", "HostLeafLru", "Sglang05Manager"]
 
 SGLANG_VERSION = "0.5"
 """The SGLang release series this profile describes (the adapters follow it)."""
+
+POLICY_NAME = "sglang-lru"
+"""The name of the profile's policy snapshot (`OpaquePolicySnapshot`)."""
 
 
 class HostLeafLru:
@@ -118,8 +124,15 @@ class HostLeafLru:
         self.stamps.clear()
         self.leaves.clear()
 
-    def snapshot(self) -> LruPolicySnapshot:
-        return LruPolicySnapshot(evictable=tuple(self.order()))
+    def recency(self) -> list[Key]:
+        """Every resident key, least recent access first."""
+        return sorted(self.stamps, key=lambda k: self.stamps[k])
+
+    def snapshot(self) -> OpaquePolicySnapshot:
+        """(every resident key, the host leaves), each least recent first. The order
+        of keys that are not evictable is state too: it decides their rank once they
+        are, so it is observed (and the explorer tells such states apart)."""
+        return OpaquePolicySnapshot(POLICY_NAME, (tuple(self.recency()), tuple(self.order())))
 
 
 class Sglang05Manager(ModelManager):

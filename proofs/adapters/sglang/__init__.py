@@ -26,6 +26,7 @@ try:
     _stub.install()  # before SGLang (and transformers) first look for torchvision
     _importlib.import_module("sglang.srt.mem_cache.unified_radix_cache")  # and torch
 except ImportError as _exc:  # one clear error, not SGLang's (or torch's) traceback
+    _stub.uninstall()
     raise ImportError(
         "evictable.proofs.adapters.sglang needs SGLang 0.5 and torch "
         f"({type(_exc).__name__}: {_exc}); `make interop-sglang` builds "

@@ -39,7 +39,8 @@ State is read from SGLang: a node with a write in flight (`write_through_pending
 is PENDING; a host-only node with no lock READY; a node with a host copy and
 `lock_ref` n >= 1 LOADING with ref n; its slot is its host page. `num_evictable` is the
 size of SGLang's `evictable_host_leaves`, `num_pending` of its `ongoing_write_through`,
-and the snapshot's LRU order is those leaves by SGLang's own eviction priority.
+and the snapshot's policy state is every resident key by SGLang's `last_access_time`
+and those leaves in SGLang's own eviction order (the profile's `sglang-lru` snapshot).
 
 What it hides: the device tier (`harness.DevicePool`, big enough that SGLang never
 evicts device copies on its own) and the copy engine (`harness.CopyEngine`: the
@@ -66,13 +67,14 @@ from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache
 
 from evictable.model.errors import InvalidArgumentError
 from evictable.model.lifecycle import CpuState
+from evictable.model.sglang05 import POLICY_NAME
 from evictable.model.types import (
     BlockEntry,
     Key,
     LookupResult,
-    LruPolicySnapshot,
     ManagerSnapshot,
     OffloadingEvent,
+    OpaquePolicySnapshot,
     PrepareStoreOutput,
     SlotId,
 )
@@ -90,6 +92,9 @@ FULL = ComponentType.FULL
 class SglangHostTier:
     """One SGLang unified radix cache with a host tier, with this project's manager API
     (see the module docstring)."""
+
+    tree_core_backend = "python"
+    """The tree core SGLang builds (a name of its `register_tree_core_backend` registry)."""
 
     def __init__(
         self,
@@ -110,7 +115,7 @@ class SglangHostTier:
             page_size=PAGE_SIZE,
             tree_components=(FULL,),
             eviction_policy="lru",
-            tree_core_backend="python",
+            tree_core_backend=self.tree_core_backend,
         )
         self.cache = UnifiedRadixCache(params)
         self.host_pool = LogicalHostPool(num_blocks * PAGE_SIZE, PAGE_SIZE)
@@ -144,7 +149,7 @@ class SglangHostTier:
     def _radix_key(self, key: Key) -> RadixKey:
         return RadixKey(self._tokens(key))
 
-    def _node(self, key: Key) -> Any:
+    def node_of(self, key: Key) -> Any:
         """The key's node under the root, or None."""
         tree = self.cache.tree_core
         child = self._radix_key(key).child_key(PAGE_SIZE)
@@ -152,7 +157,7 @@ class SglangHostTier:
 
     def _phase(self, key: Key) -> tuple[CpuState, int] | None:
         """(state, ref) of a resident key as SGLang's tree shows it; None if absent."""
-        node = self._node(key)
+        node = self.node_of(key)
         if node is None:
             return None
         cd = node.component_data[FULL]
@@ -191,7 +196,7 @@ class SglangHostTier:
             return PrepareStoreOutput([], [], [])
         held = []
         for key in batch:  # the call's resident keys: locked for the call
-            node = self._node(key)
+            node = self.node_of(key)
             if node is not None and key not in to_store:
                 held.append((node.id, self.cache.inc_lock_ref(node.id).to_dec_params()))
         stored: list[Key] = []
@@ -203,8 +208,8 @@ class SglangHostTier:
                 if value is None:
                     raise RuntimeError("the device pool ran short (the adapter's sizing)")
                 self.cache.insert(InsertParams(key=self._radix_key(key), value=value))
-                victims.extend(k for k in before if self._node(k) is None)
-                node = self._node(key)
+                victims.extend(k for k in before if self.node_of(k) is None)
+                node = self.node_of(key)
                 if node is None or not node.backuped:  # SGLang gave it no host copy
                     if node is not None:
                         self._drop_device_copy(node)
@@ -215,13 +220,13 @@ class SglangHostTier:
                 self.cache.dec_lock_ref(node_id, receipt)
         if not stored:
             return None
-        slots = [int(self._slot(self._node(k))) for k in stored]
+        slots = [int(self._slot(self.node_of(k))) for k in stored]
         return PrepareStoreOutput(keys_to_store=stored, slot_ids=slots, evicted_keys=victims)
 
     def complete_store(self, keys: Collection[Key], success: bool = True) -> list[Key]:
         acted: list[Key] = []
         for key in dict.fromkeys(keys):
-            node = self._node(key)
+            node = self.node_of(key)
             if node is None or node.write_through_pending_id is None:
                 continue
             self.copies.finish_write(node.id)
@@ -234,7 +239,7 @@ class SglangHostTier:
         slots: list[int] = []
         for key in keys:
             matched = self.cache.match_prefix(MatchPrefixParams(key=self._radix_key(key)))
-            node = self._node(key)
+            node = self.node_of(key)
             if node is None or matched.best_match_node != node.id:
                 raise LookupError(f"match_prefix did not reach the node of {key!r}")
             if node.evicted:
@@ -248,7 +253,7 @@ class SglangHostTier:
 
     def complete_load(self, keys: Collection[Key]) -> None:
         for key in keys:
-            node = self._node(key)
+            node = self.node_of(key)
             if node is None:
                 raise LookupError(f"{key!r} has no node")
             readers = self._readers.get(key)
@@ -304,9 +309,11 @@ class SglangHostTier:
             phase = self._phase(key)
             if phase is None:
                 continue
-            node = self._node(key)
+            node = self.node_of(key)
             by_node[node.id] = key
             blocks.append(BlockEntry(key, phase[0], phase[1], self._slot(node)))
+        nodes = [self.node_of(k) for k in by_node.values()]
+        recency = tuple(by_node[n.id] for n in sorted(nodes, key=_priority))
         leaves = sorted(self.cache.tree_core.evictable_host_leaves, key=_priority)
         order = tuple(by_node.get(n.id, f"<node {n.id}>") for n in leaves)
         return ManagerSnapshot(
@@ -317,7 +324,7 @@ class SglangHostTier:
             num_evictable=self.num_evictable,
             num_pending=self.num_pending,
             pending_events=(),
-            policy=LruPolicySnapshot(order),
+            policy=OpaquePolicySnapshot(POLICY_NAME, (recency, order)),
         )
 
 

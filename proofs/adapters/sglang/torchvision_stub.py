@@ -25,7 +25,7 @@ import types
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["STUB_VERSION", "install", "installed"]
+__all__ = ["STUB_VERSION", "install", "installed", "uninstall"]
 
 STUB_VERSION = "0.0.0"
 """The version the stub reports: older than any real torchvision release."""
@@ -101,3 +101,12 @@ def install() -> bool:
         return False
     sys.meta_path.insert(0, _StubFinder())
     return True
+
+
+def uninstall() -> None:
+    """Remove the stub and every stub module it served (the adapter does so when SGLang
+    itself cannot be imported, so a failed import leaves nothing behind)."""
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _StubFinder)]
+    for name, module in list(sys.modules.items()):
+        if isinstance(module, _StubModule):
+            del sys.modules[name]

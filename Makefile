@@ -99,7 +99,7 @@ $(SSTAMP): interop/sglang-requirements.txt pyproject.toml
 # The SGLang suite: the verdicts of `evictable check --profile sglang-0.5` on SGLang's
 # own host tier, its findings' scripts (interop/sglang/) and the heap-rebuild bench.
 interop-sglang: $(SSTAMP)
-	$(SBIN)/python -m pytest -q -p no:cacheprovider tests/interop_sglang
+	$(SBIN)/python -m pytest -q -p no:cacheprovider -W "ignore::DeprecationWarning:torch.jit._script" tests/interop_sglang
 
 clean:
 	rm -rf $(VENV) $(INTEROP) $(SGL) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -186,8 +186,13 @@ class SglangHostTier:
             return LookupResult.MISS
         return LookupResult.HIT_PENDING if phase[0] is CpuState.PENDING else LookupResult.HIT
 
-    def _ready_keys(self) -> set[Key]:
-        return {k for k in self._ids if (p := self._phase(k)) and p[0] is CpuState.READY}
+    def _leaf_keys(self) -> dict[Any, Key]:
+        """SGLang's host leaves (node -> key), when a store may evict one: the host pool
+        has no free page. Empty otherwise (nothing to compare)."""
+        if self.host_pool.available_size() >= PAGE_SIZE:
+            return {}
+        leaves = self.cache.tree_core.evictable_host_leaves
+        return {n: k for k in self._ids if (n := self.node_of(k)) is not None and n in leaves}
 
     def prepare_store(self, keys: Collection[Key]) -> PrepareStoreOutput | None:
         batch = list(dict.fromkeys(keys))
@@ -203,12 +208,12 @@ class SglangHostTier:
         victims: list[Key] = []
         try:
             for key in to_store:
-                before = self._ready_keys()
+                before = self._leaf_keys()
                 value = self.device.alloc(PAGE_SIZE)
                 if value is None:
                     raise RuntimeError("the device pool ran short (the adapter's sizing)")
                 self.cache.insert(InsertParams(key=self._radix_key(key), value=value))
-                victims.extend(k for k in before if self.node_of(k) is None)
+                victims.extend(k for n, k in before.items() if self.node_of(k) is not n)
                 node = self.node_of(key)
                 if node is None or not node.backuped:  # SGLang gave it no host copy
                     if node is not None:

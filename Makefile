@@ -5,6 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 .PHONY: all test verify lint typecheck docs bench soak mutate clean interop compiled
+.PHONY: interop-sglang
 
 all: test
 
@@ -82,5 +83,23 @@ $(ISTAMP): interop/requirements.txt pyproject.toml
 interop: $(ISTAMP)
 	$(IBIN)/python -m pytest -q -p no:cacheprovider -W "ignore::DeprecationWarning:torch.jit._script" tests/interop
 
+# SGLang 0.5.23 (its HiCache host tier) on a CPU build of torch, in its own venv
+# (docs/interop.md, "SGLang 0.5"): the pinned set of interop/sglang-requirements.txt
+# without dependency resolution (resolving SGLang's would pull CUDA), then this project.
+SGL       := .venv-interop-sglang
+SBIN      := $(SGL)/bin
+SSTAMP    := $(SGL)/.installed
+
+$(SSTAMP): interop/sglang-requirements.txt pyproject.toml
+	$(INTEROP_PYTHON) -m venv $(SGL)
+	$(SBIN)/python -m pip install --quiet --no-deps -r interop/sglang-requirements.txt
+	$(SBIN)/python -m pip install --quiet --no-warn-conflicts -e . pytest jsonschema
+	touch $(SSTAMP)
+
+# The SGLang suite: the verdicts of `evictable check --profile sglang-0.5` on SGLang's
+# own host tier, its findings' scripts (interop/sglang/) and the heap-rebuild bench.
+interop-sglang: $(SSTAMP)
+	$(SBIN)/python -m pytest -q -p no:cacheprovider -W "ignore::DeprecationWarning:torch.jit._script" tests/interop_sglang
+
 clean:
-	rm -rf $(VENV) $(INTEROP) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(INTEROP) $(SGL) .pytest_cache .mypy_cache .ruff_cache .hypothesis

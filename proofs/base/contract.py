@@ -19,8 +19,9 @@ GPU-side machines (docs/conformance.md, "Contracts"):
 * `keys` -- how keys are made (`KeySpace`): in the caller's own format, so that an
   adapter sees the keys it would see in production.
 * `profile` -- which semantics the model specifies (`model.vllm033.PROFILES`):
-  `seed` (the default, docs/semantics.md) or `vllm-0.33` (vLLM 0.33's
-  request-scoped recency, `model.vllm033`).
+  `seed` (the default, docs/semantics.md), `vllm-0.33` (vLLM 0.33's
+  request-scoped recency, `model.vllm033`) or `sglang-0.5` (SGLang 0.5's host tier,
+  `model.sglang05`; exact contract only).
 * `following` -- set only by the engines, when they drive a finding on to its
   consequence (`Contract.follow`).
 

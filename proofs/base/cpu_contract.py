@@ -31,6 +31,7 @@ from evictable.model.errors import BlockNotReadyError, LifecycleError
 from evictable.model.invariants import check_snapshot
 from evictable.model.lifecycle import CpuState
 from evictable.model.manager import ModelManager
+from evictable.model.sglang05 import Sglang05Manager
 from evictable.model.types import (
     BlockEntry,
     Key,
@@ -114,9 +115,12 @@ class Side:
 def make_model(contract: Contract, num_blocks: int, policy: str, events: bool) -> ModelManager:
     """The reference manager for `contract` and its profile (raises like the model's
     constructor): the seed's `ModelManager` or the `vllm-0.33` profile's
-    `Vllm033Manager`, following the implementation's choices under the safety contract."""
+    `Vllm033Manager`, following the implementation's choices under the safety contract,
+    or the `sglang-0.5` profile's `Sglang05Manager`."""
     cls: type[ModelManager]
-    if contract.profile == "vllm-0.33":
+    if contract.profile == "sglang-0.5":
+        cls = Sglang05Manager  # exact contract only: it follows no implementation's choices
+    elif contract.profile == "vllm-0.33":
         cls = FollowingVllm033 if contract.safety else Vllm033Manager
     else:
         cls = FollowingModel if contract.safety else ModelManager

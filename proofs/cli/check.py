@@ -101,7 +101,8 @@ def add_parser(subparsers: Any) -> None:
         "--profile",
         choices=list(PROFILES),
         default=None,
-        help="the model's semantics: seed or vllm-0.33 (docs/semantics.md) (default: what "
+        help="the model's semantics: seed, vllm-0.33 or sglang-0.5 (docs/semantics.md) "
+        "(default: what "
         "the factory declares, else seed)",
     )
     p.add_argument(

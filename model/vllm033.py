@@ -83,8 +83,9 @@ __all__ = [
     "order_request_keys",
 ]
 
-PROFILES = ("seed", "vllm-0.33")
-"""The model's profiles: the seed's semantics (the default) and vLLM 0.33's."""
+PROFILES = ("seed", "vllm-0.33", "lmcache-0.5")
+"""The model's profiles: the seed's semantics (the default), vLLM 0.33's and LMCache
+0.5's (`model.lmcache05`)."""
 
 VLLM_VERSION = "0.33"
 """The vLLM release this profile describes, and the one `evictable.vllm` and the vLLM

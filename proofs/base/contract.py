@@ -19,8 +19,9 @@ GPU-side machines (docs/conformance.md, "Contracts"):
 * `keys` -- how keys are made (`KeySpace`): in the caller's own format, so that an
   adapter sees the keys it would see in production.
 * `profile` -- which semantics the model specifies (`model.vllm033.PROFILES`):
-  `seed` (the default, docs/semantics.md) or `vllm-0.33` (vLLM 0.33's
-  request-scoped recency, `model.vllm033`).
+  `seed` (the default, docs/semantics.md), `vllm-0.33` (vLLM 0.33's
+  request-scoped recency, `model.vllm033`) or `lmcache-0.5` (LMCache 0.5's CPU tier,
+  `model.lmcache05`; exact contract only).
 
 An adapter may *declare* its contract: a factory attribute `evictable_contract`
 (a `Contract`, or a dict of field overrides such as `{"errors": "any"}`).
@@ -241,4 +242,7 @@ def resolve(factory: object, preset: str | None = None, **choices: Any) -> Contr
         if preset not in PRESETS:
             raise ContractError(f"unknown preset {preset!r} (known: {', '.join(sorted(PRESETS))})")
         base = _apply(base, PRESETS[preset])
-    return _apply(base, choices)
+    got = _apply(base, choices)
+    if got.profile == "lmcache-0.5" and got.safety:
+        raise ContractError("the lmcache-0.5 profile has the exact contract only")
+    return got

@@ -31,12 +31,11 @@ import argparse
 import time
 from typing import Any
 
-from evictable.model.manager import MODEL_POLICIES
 from evictable.model.vllm033 import PROFILES
 from evictable.proofs.base.compare import Errors
 from evictable.proofs.base.contract import PRESETS, Contract, ContractError, Inputs, Mode, resolve
 from evictable.proofs.base.findings import findings_block
-from evictable.proofs.base.profiles import MissingProfileError, profile
+from evictable.proofs.base.profiles import MissingProfileError, check_bounds, policies_of
 from evictable.proofs.check.manager import run_check
 from evictable.proofs.check.setup import SetupError, load_factory, probe_gpu, probe_manager
 from evictable.proofs.cli.args import CONTRACT_HELP, ERRORS_HELP, add_report_options, count
@@ -100,7 +99,8 @@ def add_parser(subparsers: Any) -> None:
         "--profile",
         choices=list(PROFILES),
         default=None,
-        help="the model's semantics: seed or vllm-0.33 (docs/semantics.md) (default: what "
+        help="the model's semantics: seed, vllm-0.33 or lmcache-0.5 (docs/semantics.md) "
+        "(default: what "
         "the factory declares, else seed)",
     )
     p.add_argument(
@@ -179,12 +179,13 @@ def _check_manager(
     args: argparse.Namespace, factory: Any, contract: Contract, import_s: float
 ) -> tuple[int, dict[str, Any]]:
     policy = args.policy or getattr(factory, "evictable_policy", "lru")
-    if policy not in MODEL_POLICIES:
+    known = policies_of(contract.profile)
+    if policy not in known:
         raise UsageError(
-            f"evictable check: unknown policy {policy!r}; the model knows {sorted(MODEL_POLICIES)}"
+            f"evictable check: unknown policy {policy!r}; the model knows {sorted(known)}"
         )
     try:
-        bounds = profile(policy).check
+        bounds = check_bounds(policy, contract.profile)
     except MissingProfileError as exc:
         raise UsageError(f"evictable check: {exc}") from None
     try:

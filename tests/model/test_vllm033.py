@@ -17,7 +17,7 @@ from evictable.model.vllm033 import (
 
 
 def test_profiles_and_their_check() -> None:
-    assert PROFILES == ("seed", "vllm-0.33")
+    assert PROFILES[:2] == ("seed", "vllm-0.33") and "lmcache-0.5" in PROFILES
     assert check_profile("vllm-0.33") == "vllm-0.33"
     with pytest.raises(InvalidArgumentError):
         check_profile("vllm-0.32")

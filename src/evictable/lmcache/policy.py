@@ -8,7 +8,7 @@ the one `ImportError` of `evictable.lmcache`.
 
 from __future__ import annotations
 
-import threading
+from collections import deque
 from collections.abc import Hashable
 from typing import Any
 
@@ -16,14 +16,21 @@ from lmcache.v1.memory_management import TensorMemoryObj
 from lmcache.v1.storage_backend.cache_policy.base_policy import BaseCachePolicy
 
 from evictable.impl.policies.idle_order import IdleOrder
+from evictable.impl.policies.rank_index import RankEntry
 
 __all__ = ["EvictableLRUPolicy", "IndexMap", "watched_class"]
 
 _WATCH = "_evictable_watch"
-"""The attribute a watched memory object carries: (policy, key)."""
+"""The attribute a watched memory object carries: (its policy's `dirty.append`, its
+`RankEntry`)."""
 
 _WATCHED: dict[type, type] = {}
 """Each memory object class -> its watched subclass (made once)."""
+
+_ORIGINAL: dict[type, type] = {}
+"""Each watched subclass -> the class it watches."""
+
+_MISSING = object()
 
 
 def _idle(obj: Any) -> bool:
@@ -35,39 +42,45 @@ def _idle(obj: Any) -> bool:
     return bool(obj.can_evict)
 
 
-def _notify(obj: Any) -> None:
-    watch = obj.__dict__.get(_WATCH)
-    if watch is not None:
-        watch[0].changed(watch[1], obj)
-
-
 def watched_class(cls: type) -> type:
     """The subclass of a memory object class whose pin and reference counter changes
-    tell the object's policy (`_notify`): `pin`, `unpin`, `ref_count_up`,
-    `ref_count_down`. It adds no field, so an object's class can be switched to it
-    and back (`__class__`) while it sits in the index. Complexity: O(1) (cached)."""
+    mark the object's entry dirty in its policy (`_WATCH`: an atomic deque append,
+    safe from any thread; the policy re-reads the counters before it next looks for
+    victims): `pin`, `unpin`, `ref_count_up`, `ref_count_down`. It adds no field, so an
+    object's class can be switched to it (`__class__`) when it enters the index.
+    Complexity: O(1) (cached)."""
     got = _WATCHED.get(cls)
     if got is not None:
         return got
+    base_pin, base_unpin = cls.pin, cls.unpin  # type: ignore[attr-defined]
+    base_up, base_down = cls.ref_count_up, cls.ref_count_down  # type: ignore[attr-defined]
 
     def pin(self: Any) -> Any:
-        out = cls.pin(self)  # type: ignore[attr-defined]
-        _notify(self)
+        out = base_pin(self)
+        watch = self.__dict__.get(_WATCH)
+        if watch is not None:
+            watch[0](watch[1])
         return out
 
     def unpin(self: Any) -> Any:
-        out = cls.unpin(self)  # type: ignore[attr-defined]
-        _notify(self)
+        out = base_unpin(self)
+        watch = self.__dict__.get(_WATCH)
+        if watch is not None:
+            watch[0](watch[1])
         return out
 
     def ref_count_up(self: Any) -> Any:
-        out = cls.ref_count_up(self)  # type: ignore[attr-defined]
-        _notify(self)
+        out = base_up(self)
+        watch = self.__dict__.get(_WATCH)
+        if watch is not None:
+            watch[0](watch[1])
         return out
 
     def ref_count_down(self: Any) -> Any:
-        out = cls.ref_count_down(self)  # type: ignore[attr-defined]
-        _notify(self)
+        out = base_down(self)
+        watch = self.__dict__.get(_WATCH)
+        if watch is not None:
+            watch[0](watch[1])
         return out
 
     got = type(
@@ -83,13 +96,19 @@ def watched_class(cls: type) -> type:
         },
     )
     _WATCHED[cls] = got
+    _ORIGINAL[got] = cls
     return got
+
+
+_TENSOR_WATCHED = watched_class(TensorMemoryObj)
+"""The watched class of LMCache's usual memory object (the fast path of `_idle`)."""
 
 
 class IndexMap(dict):  # type: ignore[type-arg]
     """LMCache's hot cache for `EvictableLRUPolicy`: a dict in LRU order (least recent
     first, as LMCache's LRU `OrderedDict`) that tells its policy of every object that
-    enters or leaves it. Lookups are plain dict lookups (C speed)."""
+    enters or leaves it. Lookups are plain dict lookups (C speed); every change hashes
+    the key once, as the dict would."""
 
     __slots__ = ("policy",)
 
@@ -98,31 +117,44 @@ class IndexMap(dict):  # type: ignore[type-arg]
         self.policy = policy
 
     def __setitem__(self, key: Hashable, obj: Any) -> None:
-        old = dict.get(self, key)
-        if old is not None:
-            self.policy.unwatch(key, old)
-            dict.__delitem__(self, key)
-        dict.__setitem__(self, key, obj)
-        self.policy.watch(key, obj)
+        old = dict.setdefault(self, key, obj)
+        if old is not obj:  # a replacement (LMCache never makes one): keeps its place
+            self.policy.unwatch(old)
+            dict.__setitem__(self, key, obj)
+        if type(obj) is not _TENSOR_WATCHED:  # the usual case inlined: `policy.watch`
+            self.policy.watch(key, obj)
+            return
+        policy = self.policy
+        order = policy.order
+        order.rank += 1
+        entry = RankEntry(key, obj, order.rank)
+        order.size += 1
+        meta = obj.meta  # type: ignore[attr-defined]
+        if meta.pin_count == 0 and meta.ref_count == 1:
+            order.idle.admit(entry)
+        obj.__dict__[_WATCH] = (policy.dirty.append, entry)
 
     def __delitem__(self, key: Hashable) -> None:
-        obj = dict.pop(self, key)
-        self.policy.unwatch(key, obj)
-
-    _MISSING = object()
+        self.policy.unwatch(dict.pop(self, key))
 
     def pop(self, key: Hashable, default: Any = _MISSING) -> Any:
-        if key in self:
-            obj = dict.pop(self, key)
-            self.policy.unwatch(key, obj)
-            return obj
-        if default is IndexMap._MISSING:
-            raise KeyError(key)
-        return default
+        obj = dict.pop(self, key, _MISSING)
+        if obj is _MISSING:
+            if default is _MISSING:
+                raise KeyError(key)
+            return default
+        watch = obj.__dict__.pop(_WATCH, None)  # `policy.unwatch`, inlined
+        if watch is not None:
+            entry = watch[1]
+            order = self.policy.order
+            order.idle.discard(entry)
+            order.size -= 1
+            entry.payload = None
+        return obj
 
     def popitem(self) -> tuple[Hashable, Any]:
         key, obj = dict.popitem(self)
-        self.policy.unwatch(key, obj)
+        self.policy.unwatch(obj)
         return key, obj
 
     def setdefault(self, key: Hashable, default: Any = None) -> Any:
@@ -135,8 +167,8 @@ class IndexMap(dict):  # type: ignore[type-arg]
             self[key] = obj
 
     def clear(self) -> None:
-        for key, obj in list(dict.items(self)):
-            self.policy.unwatch(key, obj)
+        for obj in list(dict.values(self)):
+            self.policy.unwatch(obj)
         dict.clear(self)
 
     def move_to_end(self, key: Hashable) -> None:
@@ -157,11 +189,19 @@ class EvictableLRUPolicy(BaseCachePolicy):  # type: ignore[misc]
     `IdleOrder` of the same keys whose idle ones are indexed apart. A memory object in
     the cache is switched to its watched class (`watched_class`), whose `pin`, `unpin`,
     `ref_count_up` and `ref_count_down` tell the policy, which re-reads the object's
-    counters and links or unlinks the key; an object that leaves the cache gets its
-    own class back. So `get_evict_candidates` costs O(n log N) whatever the number of
-    pinned or read chunks (LMCache's LRU walks past every one of them, under the
-    backend's lock). One lock of its own guards `order`: counters change outside the
-    backend's lock (a reader's `ref_count_down`, the pin monitor's forced unpin).
+    counters and links or unlinks the key; an object that leaves the cache is
+    forgotten (it keeps the watched class, which then tells nobody). So
+    `get_evict_candidates` costs O(n log N) whatever the number of pinned or read
+    chunks (LMCache's LRU walks past every one of them, under the backend's lock).
+
+    Threads: `LocalCPUBackend` changes its hot cache and asks for victims only under
+    its own lock (`cpu_lock`), so `order` is changed there only; counters change on
+    any thread (a reader's `ref_count_down`, the pin monitor's forced unpin), and a
+    change only marks the object's entry dirty (`dirty`, a deque: an atomic append).
+    The marks are drained, each object's counters re-read, before every victim
+    search. A chunk is made busy (pinned, read) under the backend's lock, so its mark
+    is in before the next search; one made idle elsewhere is seen at the next search
+    after its mark.
 
     Differences that are not semantics: a hit on a key no longer cached is ignored
     (LMCache's LRU raises `KeyError` out of `touch_cache`, docs/interop.md), and the
@@ -170,7 +210,7 @@ class EvictableLRUPolicy(BaseCachePolicy):  # type: ignore[misc]
 
     def __init__(self) -> None:
         self.order = IdleOrder()
-        self.lock = threading.Lock()
+        self.dirty: deque[RankEntry] = deque()
         self.cache = IndexMap(self)
 
     # ------------------------------------------------------------ the index
@@ -178,33 +218,52 @@ class EvictableLRUPolicy(BaseCachePolicy):  # type: ignore[misc]
     def watch(self, key: Hashable, obj: Any) -> None:
         """`obj` entered the cache under `key` (most recent). Complexity: O(1)."""
         cls = type(obj)
-        if cls not in _WATCHED.values():
+        if cls not in _ORIGINAL:
             obj.__class__ = watched_class(cls)
-        obj.__dict__[_WATCH] = (self, key)
-        with self.lock:
-            self.order.add(key, obj, _idle(obj))
+        order = self.order
+        order.rank += 1
+        entry = RankEntry(key, obj, order.rank)  # IdleOrder.add, inlined (the hot path)
+        order.size += 1
+        if _idle(obj):
+            order.idle.admit(entry)
+        obj.__dict__[_WATCH] = (self.dirty.append, entry)
 
-    def unwatch(self, key: Hashable, obj: Any) -> None:
-        """`obj` left the cache: its own class back, `key` forgotten. Complexity: O(1)."""
-        obj.__dict__.pop(_WATCH, None)
-        base = type(obj).__mro__[1]
-        if _WATCHED.get(base) is type(obj):
-            obj.__class__ = base
-        with self.lock:
-            if self.order.entries.get(key) is not None:
-                self.order.discard(key)
+    def unwatch(self, obj: Any) -> None:
+        """`obj` left the cache: its entry forgotten. It keeps its watched class (a
+        change of its counters finds no watch and tells nobody), so that an object the
+        allocator hands out again costs no second switch. Complexity: O(1)."""
+        watch = obj.__dict__.pop(_WATCH, None)
+        if watch is not None:
+            entry = watch[1]
+            order = self.order
+            order.idle.discard(entry)  # IdleOrder.discard, inlined (the hot path)
+            order.size -= 1
+            entry.payload = None  # a dirty mark left behind is skipped
 
-    def changed(self, key: Hashable, obj: Any) -> None:
-        """`obj`'s counters changed: re-read them. Complexity: O(log N) at most."""
-        with self.lock:
-            entry = self.order.entries.get(key)
-            if entry is not None and entry.payload is obj:
-                self.order.update(key, _idle(obj))
+    def drain(self) -> None:
+        """Re-read the counters of every object marked dirty since the last drain.
+        Complexity: O(1) amortised per mark (paid for by the change that made it)."""
+        dirty, idle = self.dirty, self.order.idle
+        while dirty:
+            entry = dirty.popleft()
+            obj = entry.payload
+            if obj is None:
+                continue
+            if type(obj) is _TENSOR_WATCHED:
+                meta = obj.meta  # type: ignore[attr-defined]
+                now = meta.pin_count == 0 and meta.ref_count == 1
+            else:
+                now = _idle(obj)
+            was = entry.prev is not None or entry.heaped != 0  # IdleOrder.update, inlined
+            if now and not was:
+                idle.admit(entry)
+            elif was and not now:
+                idle.discard(entry)
 
     def evictable_keys(self) -> list[Hashable]:
         """The idle keys, least recent first (for tests and snapshots)."""
-        with self.lock:
-            return self.order.idle_keys()
+        self.drain()
+        return [entry.key for entry in self.order.idle_entries()]
 
     # ------------------------------------------------------------ LMCache's interface
 
@@ -213,11 +272,12 @@ class EvictableLRUPolicy(BaseCachePolicy):  # type: ignore[misc]
 
     def update_on_hit(self, key: Hashable, cache_dict: Any) -> None:
         """`key` becomes the most recent; a key no longer cached is ignored."""
-        with self.lock:
-            if not self.order.hit(key):
-                return
-        if isinstance(cache_dict, IndexMap) and key in cache_dict:
-            cache_dict.move_to_end(key)
+        obj = dict.get(self.cache, key)
+        watch = None if obj is None else obj.__dict__.get(_WATCH)
+        if watch is None:
+            return
+        self.order.hit(watch[1])
+        self.cache.move_to_end(key)
 
     def update_on_put(self, key: Hashable) -> None:
         """Nothing: the put itself (`IndexMap.__setitem__`) placed the key."""
@@ -227,5 +287,9 @@ class EvictableLRUPolicy(BaseCachePolicy):  # type: ignore[misc]
 
     def get_evict_candidates(self, cache_dict: Any, num_candidates: int = 1) -> list[Hashable]:
         """Up to `num_candidates` evictable keys, least recent first; nothing changes."""
-        with self.lock:
-            return self.order.candidates(num_candidates)
+        if self.dirty:
+            self.drain()
+        if num_candidates == 1:  # LocalCPUBackend.allocate's one victim at a time
+            first = self.order.idle.first()
+            return [] if first is None else [first.key]
+        return [entry.key for entry in self.order.candidates(num_candidates)]

@@ -1,0 +1,204 @@
+"""Inside LMCache, side by side in one process: LMCache 0.5's `LocalCPUBackend` with
+evictable's `EvictableLRUPolicy` (`cache_policy: EVICTABLE`) against the same backend
+with LMCache's own LRU, FIFO and LFU.
+
+Run it in the LMCache venv (LMCache is imported):
+
+    .venv-interop-lmcache/bin/python -m bench.lmcache_inside [--quick] [--json PATH]
+
+Workload, per size N (1K, 8K, 64K chunks) and pinned fraction (0 and 90 %): each
+contender's backend (LMCache's default allocator, N pages of 128 bytes) is filled with
+N chunks, then the oldest `fraction * N` are pinned (`LocalCPUBackend.pin`: the worst
+place for a policy that scans from the old end). A step is one eviction-bearing store,
+as LMCache's storage manager makes it: `allocate` (the backend asks its policy for a
+victim and evicts it), `batched_submit_put_task`, the writer's `ref_count_down`.
+Rounds are interleaved: each round runs every contender for the same number of
+stores, one after the other, timing each with `time.process_time` (CPU seconds); the
+order rotates every round. A ratio is paired within a round (LMCache's policy /
+ours); the report gives each ratio's median and spread (min, max) over the rounds,
+each contender's median microseconds per store, and ours at 90% over ours at 0%
+(`flat`: 1.0 = pinning costs nothing). Every store is checked to evict exactly one
+chunk (the index keeps N chunks and the allocation never fails).
+
+Output: a table on stdout and JSON (`--json`, default `bench/results/lmcache_inside.json`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LMCACHE_LOG_LEVEL", "ERROR")
+
+import torch
+from lmcache.utils import CacheEngineKey
+from lmcache.v1.config import LMCacheEngineConfig
+from lmcache.v1.memory_allocators.mixed_memory_allocator import MixedMemoryAllocator
+from lmcache.v1.memory_management import MemoryFormat
+from lmcache.v1.pin_monitor import PinMonitor
+from lmcache.v1.storage_backend.local_cpu_backend import LocalCPUBackend
+
+import evictable.lmcache
+
+CONTENDERS = {
+    "evictable": evictable.lmcache.POLICY_NAME,
+    "lmcache-lru": "LRU",
+    "lmcache-fifo": "FIFO",
+    "lmcache-lfu": "LFU",
+}
+"""Contender -> LMCache `cache_policy` setting."""
+
+OURS = "evictable"
+SIZES = {"1K": 1_024, "8K": 8_192, "64K": 65_536}
+FRACTIONS = (0.0, 0.9)
+PAGE = 128
+SHAPE = torch.Size([2, 1, 4, 16])  # one 128-byte chunk in LMCache's KV_2LTD format
+PLAN = {"1K": (9, 300), "8K": (9, 60), "64K": (7, 12)}
+"""Size -> (rounds, stores per round) with pinned chunks (LMCache's policies scan them)."""
+PLAN_UNPINNED = {"1K": (9, 3000), "8K": (9, 3000), "64K": (9, 3000)}
+"""Size -> (rounds, stores per round) without pins (microseconds per store)."""
+QUICK = {"1K": (3, 50), "8K": (3, 10), "64K": (3, 3)}
+
+
+def key(i: int) -> CacheEngineKey:
+    return CacheEngineKey("bench", 1, 0, i, torch.uint8)
+
+
+class Subject:
+    """One `LocalCPUBackend` with `policy`, full, the oldest `pinned` chunks pinned."""
+
+    def __init__(self, policy: str, size: int, pinned: int) -> None:
+        config = LMCacheEngineConfig.from_defaults(
+            local_cpu=True, cache_policy=policy, pin_timeout_sec=10**9, pin_check_interval_sec=3600
+        )
+        PinMonitor.GetOrCreate(config)
+        alloc = MixedMemoryAllocator(size * PAGE, align_bytes=PAGE)
+        self.backend = LocalCPUBackend(config, memory_allocator=alloc)
+        self.size = size
+        self.next = 0
+        for _ in range(size):
+            self.store()
+        for i in range(pinned):
+            self.backend.pin(key(i))
+
+    def store(self) -> None:
+        """One store, as LMCache's storage manager makes it (evicts once the cache is full)."""
+        b = self.backend
+        obj = b.allocate(SHAPE, torch.uint8, fmt=MemoryFormat.KV_2LTD, busy_loop=False)
+        if obj is None:
+            raise RuntimeError("the store found no victim")
+        b.batched_submit_put_task([key(self.next)], [obj])
+        obj.ref_count_down()
+        self.next += 1
+
+    def run(self, n: int) -> float:
+        """CPU seconds of `n` stores (each evicts exactly one chunk: checked)."""
+        store = self.store
+        t0 = time.process_time()
+        for _ in range(n):
+            store()
+        spent = time.process_time() - t0
+        if len(self.backend.hot_cache) != self.size:
+            raise RuntimeError(f"{len(self.backend.hot_cache)} chunks cached, not {self.size}")
+        return spent
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def cell(size: str, fraction: float, plan: tuple[int, int]) -> dict[str, Any]:
+    """One (size, pinned fraction): interleaved rounds, paired ratios."""
+    n = SIZES[size]
+    rounds, steps = plan
+    subjects = {name: Subject(policy, n, int(fraction * n)) for name, policy in CONTENDERS.items()}
+    for s in subjects.values():
+        s.run(max(1, steps // 10))  # warm-up
+    gc.collect()
+    gc.freeze()
+    names = list(subjects)
+    per_store: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        order = names[r % len(names) :] + names[: r % len(names)]
+        for name in order:
+            per_store[name].append(subjects[name].run(steps) / steps)
+    gc.unfreeze()
+    ratios = {
+        f"{name} / {OURS}": _summary(
+            [a / b for a, b in zip(per_store[name], per_store[OURS], strict=True)]
+        )
+        for name in names
+        if name != OURS
+    }
+    return {
+        "size": size,
+        "entries": n,
+        "pinned_fraction": fraction,
+        "rounds": rounds,
+        "stores_per_round": steps,
+        "us_per_store": {
+            name: {k: v * 1e6 for k, v in _summary(v).items()} for name, v in per_store.items()
+        },
+        "ratios": ratios,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="few rounds (a smoke run)")
+    p.add_argument("--sizes", default=",".join(SIZES), help="comma-separated: 1K,8K,64K")
+    p.add_argument("--json", default="bench/results/lmcache_inside.json")
+    args = p.parse_args(argv)
+    load_start = os.getloadavg()
+    cells = []
+    for size in args.sizes.split(","):
+        for fraction in FRACTIONS:
+            plan = QUICK if args.quick else (PLAN_UNPINNED if fraction == 0 else PLAN)
+            got = cell(size, fraction, plan[size])
+            cells.append(got)
+            ours = got["us_per_store"][OURS]["median"]
+            print(f"{size:>4} {fraction:>4.0%} evictable {ours:9.1f} us/store", flush=True)
+            for label, r in got["ratios"].items():
+                print(
+                    f"{size:>4} {fraction:>4.0%} {label:<26} median {r['median']:8.2f}x"
+                    f"  [{r['min']:.2f}, {r['max']:.2f}]",
+                    flush=True,
+                )
+    flat = {}
+    for size in args.sizes.split(","):
+        by = {c["pinned_fraction"]: c for c in cells if c["size"] == size}
+        if 0.0 in by and 0.9 in by:
+            flat[size] = (
+                by[0.0]["us_per_store"][OURS]["median"] / by[0.9]["us_per_store"][OURS]["median"]
+            )
+            print(f"{size:>4} evictable flat (0% / 90% time per store): {flat[size]:.2f}")
+    import lmcache
+
+    report = {
+        "benchmark": "lmcache_inside",
+        "measure": "CPU seconds per eviction-bearing store (time.process_time), one process",
+        "python": sys.version.split()[0],
+        "lmcache": lmcache.__version__,
+        "machine": platform.machine(),
+        "load_average_start": load_start,
+        "load_average_end": os.getloadavg(),
+        "flat": flat,
+        "cells": cells,
+    }
+    out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -12,12 +12,14 @@ N chunks, then the oldest `fraction * N` are pinned (`LocalCPUBackend.pin`: the 
 place for a policy that scans from the old end). A step is one eviction-bearing store,
 as LMCache's storage manager makes it: `allocate` (the backend asks its policy for a
 victim and evicts it), `batched_submit_put_task`, the writer's `ref_count_down`.
-Rounds are interleaved: each round runs every contender for the same number of
-stores, one after the other, timing each with `time.process_time` (CPU seconds); the
-order rotates every round. A ratio is paired within a round (LMCache's policy /
-ours); the report gives each ratio's median and spread (min, max) over the rounds,
-each contender's median microseconds per store, and ours at 90% over ours at 0%
-(`flat`: 1.0 = pinning costs nothing). Every store is checked to evict exactly one
+Rounds are interleaved: each round runs every (contender, pinned fraction) of a size
+once, one after the other, timing each with `time.process_time` (CPU seconds); the
+order rotates every round. Each subject's stores per round are calibrated so that one
+measurement takes about `TARGET_S` (times are per store). A ratio is paired within a
+round (LMCache's policy / ours, at one fraction); the report gives each ratio's median
+and spread (min, max) over the rounds, each contender's median microseconds per
+store, and `flat`: ours at 0% over ours at 90% pinned, paired the same way (1.0 =
+pinning costs nothing). Every store is checked to evict exactly one
 chunk (the index keeps N chunks and the allocation never fails).
 
 Output: a table on stdout and JSON (`--json`, default `bench/results/lmcache_inside.json`).
@@ -61,11 +63,11 @@ SIZES = {"1K": 1_024, "8K": 8_192, "64K": 65_536}
 FRACTIONS = (0.0, 0.9)
 PAGE = 128
 SHAPE = torch.Size([2, 1, 4, 16])  # one 128-byte chunk in LMCache's KV_2LTD format
-PLAN = {"1K": (9, 300), "8K": (9, 60), "64K": (7, 12)}
-"""Size -> (rounds, stores per round) with pinned chunks (LMCache's policies scan them)."""
-PLAN_UNPINNED = {"1K": (9, 3000), "8K": (9, 3000), "64K": (9, 3000)}
-"""Size -> (rounds, stores per round) without pins (microseconds per store)."""
-QUICK = {"1K": (3, 50), "8K": (3, 10), "64K": (3, 3)}
+ROUNDS = {"1K": 11, "8K": 11, "64K": 9}
+"""Size -> rounds; each round runs every (contender, pinned fraction) once."""
+TARGET_S = 0.08
+"""CPU seconds of one measurement: each subject's stores per round are calibrated to it
+(LMCache's policies at 90% pinned take milliseconds per store, ours microseconds)."""
 
 
 def key(i: int) -> CacheEngineKey:
@@ -115,40 +117,57 @@ def _summary(values: list[float]) -> dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
-def cell(size: str, fraction: float, plan: tuple[int, int]) -> dict[str, Any]:
-    """One (size, pinned fraction): interleaved rounds, paired ratios."""
+def _calibrate(subject: Subject, target_s: float) -> int:
+    """Stores per round so that one measurement takes about `target_s` CPU seconds."""
+    n, spent = 1, subject.run(1)
+    while spent < target_s / 4 and n < 4096:
+        n *= 2
+        spent = subject.run(n)
+    return max(2, min(20_000, int(n * target_s / max(spent, 1e-6))))
+
+
+def cell(size: str, rounds: int, target_s: float) -> dict[str, Any]:
+    """One size: every contender at every pinned fraction, interleaved in the same
+    rounds; ratios paired within a round."""
     n = SIZES[size]
-    rounds, steps = plan
-    subjects = {name: Subject(policy, n, int(fraction * n)) for name, policy in CONTENDERS.items()}
-    for s in subjects.values():
-        s.run(max(1, steps // 10))  # warm-up
+    subjects = {
+        (name, f): Subject(policy, n, int(f * n))
+        for f in FRACTIONS
+        for name, policy in CONTENDERS.items()
+    }
+    steps = {label: _calibrate(s, target_s) for label, s in subjects.items()}  # also warms up
     gc.collect()
     gc.freeze()
-    names = list(subjects)
-    per_store: dict[str, list[float]] = {name: [] for name in names}
+    labels = list(subjects)
+    per_store: dict[tuple[str, float], list[float]] = {label: [] for label in labels}
     for r in range(rounds):
-        order = names[r % len(names) :] + names[: r % len(names)]
-        for name in order:
-            per_store[name].append(subjects[name].run(steps) / steps)
+        order = labels[r % len(labels) :] + labels[: r % len(labels)]
+        for label in order:
+            per_store[label].append(subjects[label].run(steps[label]) / steps[label])
     gc.unfreeze()
-    ratios = {
-        f"{name} / {OURS}": _summary(
-            [a / b for a, b in zip(per_store[name], per_store[OURS], strict=True)]
+    out: dict[str, Any] = {"size": size, "entries": n, "rounds": rounds, "fractions": []}
+    for f in FRACTIONS:
+        ours = per_store[(OURS, f)]
+        out["fractions"].append(
+            {
+                "pinned_fraction": f,
+                "stores_per_round": {name: steps[(name, f)] for name in CONTENDERS},
+                "us_per_store": {
+                    name: {k: v * 1e6 for k, v in _summary(per_store[(name, f)]).items()}
+                    for name in CONTENDERS
+                },
+                "ratios": {
+                    f"{name} / {OURS}": _summary(
+                        [a / b for a, b in zip(per_store[(name, f)], ours, strict=True)]
+                    )
+                    for name in CONTENDERS
+                    if name != OURS
+                },
+            }
         )
-        for name in names
-        if name != OURS
-    }
-    return {
-        "size": size,
-        "entries": n,
-        "pinned_fraction": fraction,
-        "rounds": rounds,
-        "stores_per_round": steps,
-        "us_per_store": {
-            name: {k: v * 1e6 for k, v in _summary(v).items()} for name, v in per_store.items()
-        },
-        "ratios": ratios,
-    }
+    zero, pinned = per_store[(OURS, 0.0)], per_store[(OURS, FRACTIONS[-1])]
+    out["flat"] = _summary([a / b for a, b in zip(zero, pinned, strict=True)])
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,27 +178,27 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     load_start = os.getloadavg()
     cells = []
+    flat = {}
     for size in args.sizes.split(","):
-        for fraction in FRACTIONS:
-            plan = QUICK if args.quick else (PLAN_UNPINNED if fraction == 0 else PLAN)
-            got = cell(size, fraction, plan[size])
-            cells.append(got)
-            ours = got["us_per_store"][OURS]["median"]
-            print(f"{size:>4} {fraction:>4.0%} evictable {ours:9.1f} us/store", flush=True)
-            for label, r in got["ratios"].items():
+        got = cell(size, 3 if args.quick else ROUNDS[size], 0.02 if args.quick else TARGET_S)
+        cells.append(got)
+        for row in got["fractions"]:
+            f = row["pinned_fraction"]
+            ours = row["us_per_store"][OURS]["median"]
+            print(f"{size:>4} {f:>4.0%} {OURS} {ours:9.1f} us/store", flush=True)
+            for label, r in row["ratios"].items():
                 print(
-                    f"{size:>4} {fraction:>4.0%} {label:<26} median {r['median']:8.2f}x"
+                    f"{size:>4} {f:>4.0%} {label:<26} median {r['median']:8.2f}x"
                     f"  [{r['min']:.2f}, {r['max']:.2f}]",
                     flush=True,
                 )
-    flat = {}
-    for size in args.sizes.split(","):
-        by = {c["pinned_fraction"]: c for c in cells if c["size"] == size}
-        if 0.0 in by and 0.9 in by:
-            flat[size] = (
-                by[0.0]["us_per_store"][OURS]["median"] / by[0.9]["us_per_store"][OURS]["median"]
-            )
-            print(f"{size:>4} evictable flat (0% / 90% time per store): {flat[size]:.2f}")
+        fl = got["flat"]
+        flat[size] = fl
+        print(
+            f"{size:>4} {OURS} flat (time per store, 0% / 90%, paired): median "
+            f"{fl['median']:.2f}  [{fl['min']:.2f}, {fl['max']:.2f}]",
+            flush=True,
+        )
     import lmcache
 
     report = {

@@ -129,7 +129,11 @@ def _config(policy: str, layerwise: bool) -> LMCacheEngineConfig:
 
 
 class LmcacheBackend:
-    """One LMCache `LocalCPUBackend` with this project's manager API (module doc)."""
+    """One LMCache `LocalCPUBackend` with this project's manager API (module doc).
+
+    `lmcache_policy`: LMCache's `cache_policy` setting (default: `policy` upper-cased);
+    `backend_class`: `LocalCPUBackend` or a subclass (a corrected test double, say).
+    """
 
     def __init__(
         self,
@@ -138,6 +142,7 @@ class LmcacheBackend:
         enable_events: bool = False,
         layers: int = 0,
         lmcache_policy: str | None = None,
+        backend_class: type = LocalCPUBackend,
     ) -> None:
         self.num_blocks = num_blocks
         self.policy_name = policy
@@ -150,7 +155,7 @@ class LmcacheBackend:
         self.reserved = None
         if num_blocks == 0:  # a cache without room: its one page is taken for good
             self.reserved = self.allocator.allocate(_SHAPE, torch.uint8, MemoryFormat.KV_2LTD)
-        self.lmc = LocalCPUBackend(config, memory_allocator=self.allocator)
+        self.lmc = backend_class(config, memory_allocator=self.allocator)
         self._hashes: dict[Key, int] = {}
         self._keys: dict[int, Key] = {}
         self.pending: dict[Key, list[Any]] = {}

@@ -42,11 +42,21 @@ def _idle(obj: Any) -> bool:
     return bool(obj.can_evict)
 
 
+def _busy(entry: RankEntry) -> bool:
+    """Whether the entry's object is pinned or read now (not LMCache's `can_evict`)."""
+    obj: Any = entry.payload
+    if type(obj) is _TENSOR_WATCHED:
+        meta = obj.meta
+        return not (meta.pin_count == 0 and meta.ref_count == 1)
+    return not _idle(obj)
+
+
 def watched_class(cls: type) -> type:
     """The subclass of a memory object class whose pin and reference counter changes
-    mark the object's entry dirty in its policy (`_WATCH`: an atomic deque append,
-    safe from any thread; the policy re-reads the counters before it next looks for
-    victims): `pin`, `unpin`, `ref_count_up`, `ref_count_down`. It adds no field, so an
+    mark the object's entry dirty in its policy when the entry is parked (found busy
+    by a victim search; `impl.policies.idle_order`): an atomic deque append, safe from
+    any thread, that the policy drains, re-reading the counters, before it next looks
+    for victims. The four: `pin`, `unpin`, `ref_count_up`, `ref_count_down`. It adds no field, so an
     object's class can be switched to it (`__class__`) when it enters the index.
     Complexity: O(1) (cached)."""
     got = _WATCHED.get(cls)
@@ -59,28 +69,36 @@ def watched_class(cls: type) -> type:
         out = base_pin(self)
         watch = self.__dict__.get(_WATCH)
         if watch is not None:
-            watch[0](watch[1])
+            entry = watch[1]
+            if entry.prev is None and not entry.heaped:  # parked: it may be idle again
+                watch[0](entry)
         return out
 
     def unpin(self: Any) -> Any:
         out = base_unpin(self)
         watch = self.__dict__.get(_WATCH)
         if watch is not None:
-            watch[0](watch[1])
+            entry = watch[1]
+            if entry.prev is None and not entry.heaped:  # parked: it may be idle again
+                watch[0](entry)
         return out
 
     def ref_count_up(self: Any) -> Any:
         out = base_up(self)
         watch = self.__dict__.get(_WATCH)
         if watch is not None:
-            watch[0](watch[1])
+            entry = watch[1]
+            if entry.prev is None and not entry.heaped:  # parked: it may be idle again
+                watch[0](entry)
         return out
 
     def ref_count_down(self: Any) -> Any:
         out = base_down(self)
         watch = self.__dict__.get(_WATCH)
         if watch is not None:
-            watch[0](watch[1])
+            entry = watch[1]
+            if entry.prev is None and not entry.heaped:  # parked: it may be idle again
+                watch[0](entry)
         return out
 
     got = type(
@@ -100,7 +118,7 @@ def watched_class(cls: type) -> type:
     return got
 
 
-_TENSOR_WATCHED = watched_class(TensorMemoryObj)
+_TENSOR_WATCHED: Any = watched_class(TensorMemoryObj)
 """The watched class of LMCache's usual memory object (the fast path of `_idle`)."""
 
 
@@ -127,11 +145,9 @@ class IndexMap(dict):  # type: ignore[type-arg]
         policy = self.policy
         order = policy.order
         order.rank += 1
-        entry = RankEntry(key, obj, order.rank)
+        entry = RankEntry(key, obj, order.rank)  # IdleOrder.add: believed idle
         order.size += 1
-        meta = obj.meta  # type: ignore[attr-defined]
-        if meta.pin_count == 0 and meta.ref_count == 1:
-            order.idle.admit(entry)
+        order.idle.admit(entry)
         obj.__dict__[_WATCH] = (policy.dirty.append, entry)
 
     def __delitem__(self, key: Hashable) -> None:
@@ -220,12 +236,7 @@ class EvictableLRUPolicy(BaseCachePolicy):  # type: ignore[misc]
         cls = type(obj)
         if cls not in _ORIGINAL:
             obj.__class__ = watched_class(cls)
-        order = self.order
-        order.rank += 1
-        entry = RankEntry(key, obj, order.rank)  # IdleOrder.add, inlined (the hot path)
-        order.size += 1
-        if _idle(obj):
-            order.idle.admit(entry)
+        entry = self.order.add(key, obj)
         obj.__dict__[_WATCH] = (self.dirty.append, entry)
 
     def unwatch(self, obj: Any) -> None:
@@ -241,29 +252,18 @@ class EvictableLRUPolicy(BaseCachePolicy):  # type: ignore[misc]
             entry.payload = None  # a dirty mark left behind is skipped
 
     def drain(self) -> None:
-        """Re-read the counters of every object marked dirty since the last drain.
-        Complexity: O(1) amortised per mark (paid for by the change that made it)."""
-        dirty, idle = self.dirty, self.order.idle
+        """Believe idle again every parked entry marked since the last drain whose object
+        is idle now. Complexity: O(1) amortised per mark (paid by the change that made it)."""
+        dirty, order = self.dirty, self.order
         while dirty:
             entry = dirty.popleft()
-            obj = entry.payload
-            if obj is None:
-                continue
-            if type(obj) is _TENSOR_WATCHED:
-                meta = obj.meta  # type: ignore[attr-defined]
-                now = meta.pin_count == 0 and meta.ref_count == 1
-            else:
-                now = _idle(obj)
-            was = entry.prev is not None or entry.heaped != 0  # IdleOrder.update, inlined
-            if now and not was:
-                idle.admit(entry)
-            elif was and not now:
-                idle.discard(entry)
+            if entry.payload is not None and not _busy(entry):
+                order.mark_idle(entry)
 
     def evictable_keys(self) -> list[Hashable]:
         """The idle keys, least recent first (for tests and snapshots)."""
         self.drain()
-        return [entry.key for entry in self.order.idle_entries()]
+        return [e.key for e in self.order.idle_entries() if not _busy(e)]
 
     # ------------------------------------------------------------ LMCache's interface
 
@@ -290,6 +290,6 @@ class EvictableLRUPolicy(BaseCachePolicy):  # type: ignore[misc]
         if self.dirty:
             self.drain()
         if num_candidates == 1:  # LocalCPUBackend.allocate's one victim at a time
-            first = self.order.idle.first()
+            first = self.order.first(_busy)
             return [] if first is None else [first.key]
-        return [entry.key for entry in self.order.candidates(num_candidates)]
+        return [entry.key for entry in self.order.candidates(num_candidates, _busy)]

@@ -56,13 +56,14 @@ class CorrectedBackend(LocalCPUBackend):  # type: ignore[misc]
         return objs
 
     def touch_cache(self) -> None:
+        state = vars(self)
         with self.cpu_lock:
             try:
-                for key in reversed(self.keys_in_request):
+                for key in reversed(state["keys_in_request"]):
                     if key in self.hot_cache:
                         self.cache_policy.update_on_hit(key, self.hot_cache)
             finally:
-                self.keys_in_request = []
+                state["keys_in_request"] = []
 
     def remove(self, key: Any, force: bool = True) -> bool:
         removed = bool(super().remove(key, force))

@@ -56,7 +56,7 @@ class CorrectedBackend(LocalCPUBackend):  # type: ignore[misc]
         return objs
 
     def touch_cache(self) -> None:
-        state = vars(self)
+        state: dict[str, Any] = self.__dict__
         with self.cpu_lock:
             try:
                 for key in reversed(state["keys_in_request"]):

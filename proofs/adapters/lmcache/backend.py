@@ -83,6 +83,7 @@ __all__ = [
     "LmcacheBackend",
     "backend",
     "fifo_backend",
+    "key_for",
     "lfu_backend",
     "lfu_layerwise_backend",
     "lru_backend",
@@ -106,6 +107,11 @@ _SHAPE = torch.Size([2, 1, 32, 64])
 """One chunk in LMCache's `KV_2LTD` format (K and V, 1 layer, 32 tokens, 64 bytes)."""
 _LAYER_SHAPE = torch.Size([32, 2, 64])
 """One layer of one chunk in LMCache's layerwise `KV_T2D` format."""
+
+
+def key_for(chunk_hash: int) -> CacheEngineKey:
+    """The `CacheEngineKey` the adapter uses for its `chunk_hash`-th key."""
+    return CacheEngineKey("evictable", 1, 0, chunk_hash, torch.uint8)
 
 
 def run_coroutine(coro: Any) -> Any:
@@ -169,7 +175,7 @@ class LmcacheBackend:
         if h is None:
             h = self._hashes[key] = len(self._hashes)
             self._keys[h] = key
-        return CacheEngineKey("evictable", 1, 0, h, torch.uint8)
+        return key_for(h)
 
     def layer_keys(self, key: Key) -> list[CacheEngineKey]:
         """The backend keys of one chunk: the chunk's key, or its per-layer keys."""

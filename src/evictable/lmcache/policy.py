@@ -8,12 +8,17 @@ the one `ImportError` of `evictable.lmcache`.
 
 from __future__ import annotations
 
+import importlib
 from collections import deque
 from collections.abc import Hashable
 from typing import Any
 
-from lmcache.v1.memory_management import TensorMemoryObj
-from lmcache.v1.storage_backend.cache_policy.base_policy import BaseCachePolicy
+try:
+    from lmcache.v1.memory_management import TensorMemoryObj
+    from lmcache.v1.storage_backend.cache_policy.base_policy import BaseCachePolicy
+except ImportError:  # without LMCache: the adapters' one clear ImportError instead
+    importlib.import_module("evictable.proofs.adapters.lmcache")
+    raise
 
 from evictable.impl.policies.idle_order import IdleOrder
 from evictable.impl.policies.rank_index import RankEntry

@@ -14,10 +14,12 @@ process that builds the cache engine (importing it registers the policy under th
 
 * `EvictableLRUPolicy` (evictable.lmcache.policy): LMCache 0.5's LRU exactly -- puts
   and hits go to the most recent end, victims are the least recent chunks with no
-  lookup pin and no reader -- with the chunks that can be evicted kept in an order
-  structure of their own (`impl.policies.idle_order`), told of every pin and reference
-  change, so that finding `n` victims costs O(n log N) however many chunks are pinned
-  or read. LMCache's own policies (LRU, FIFO, MRU, LFU) walk past every one of them.
+  lookup pin and no reader -- with the chunks believed idle kept in an order structure
+  of their own (`impl.policies.idle_order`): a busy chunk met by a victim search is
+  parked until its counters change, so each is visited once per busy period and
+  finding `n` victims costs O(n log N) amortised however many chunks are pinned or
+  read. LMCache's own policies (LRU, FIFO, MRU, LFU) walk past every one of them at
+  every eviction.
 * `evictable_backend`, `evictable_layerwise_backend`: LMCache's real `LocalCPUBackend`
   with this policy, as factories for `evictable check --profile lmcache-0.5`; and
   LMCache's own policies' factories (`lru_backend`, `fifo_backend`, `mru_backend`,

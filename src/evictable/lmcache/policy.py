@@ -58,10 +58,10 @@ def _busy(entry: RankEntry) -> bool:
 
 def watched_class(cls: type) -> type:
     """The subclass of a memory object class whose pin and reference counter changes
-    mark the object's entry dirty in its policy when the entry is parked (found busy
-    by a victim search; `impl.policies.idle_order`): an atomic deque append, safe from
-    any thread, that the policy drains, re-reading the counters, before it next looks
-    for victims. The four: `pin`, `unpin`, `ref_count_up`, `ref_count_down`. It adds no field, so an
+    mark the object's entry in its policy when the entry is parked (found busy by a
+    victim search; `impl.policies.idle_order`): an atomic deque append, safe from any
+    thread, that the policy drains, re-reading the counters, before it next looks for
+    victims. The four: `pin`, `unpin`, `ref_count_up`, `ref_count_down`. It adds no field, so an
     object's class can be switched to it (`__class__`) when it enters the index.
     Complexity: O(1) (cached)."""
     got = _WATCHED.get(cls)
@@ -198,31 +198,34 @@ class IndexMap(dict):  # type: ignore[type-arg]
 
 
 class EvictableLRUPolicy(BaseCachePolicy):  # type: ignore[misc]
-    """LMCache 0.5's LRU, whose victim search never visits a pinned or read chunk.
+    """LMCache 0.5's LRU, whose victim search does not walk past pinned or read chunks.
 
     Semantics (LMCache 0.5's `LRUCachePolicy`, exactly): the hot cache is in recency
     order -- a put goes to the most recent end, a hit (`update_on_hit`, from
     `touch_cache`) moves the key there -- and `get_evict_candidates(cache, n)` offers
     the `n` least recent chunks that can be evicted (no lookup pin, no reader: LMCache's
-    `can_evict`), fewer when there are fewer, without changing anything.
+    `can_evict`), fewer when there are fewer, without changing the cache.
 
     Structures: the hot cache is an `IndexMap` (a dict in LRU order) and `order` an
-    `IdleOrder` of the same keys whose idle ones are indexed apart. A memory object in
-    the cache is switched to its watched class (`watched_class`), whose `pin`, `unpin`,
-    `ref_count_up` and `ref_count_down` tell the policy, which re-reads the object's
-    counters and links or unlinks the key; an object that leaves the cache is
-    forgotten (it keeps the watched class, which then tells nobody). So
-    `get_evict_candidates` costs O(n log N) whatever the number of pinned or read
-    chunks (LMCache's LRU walks past every one of them, under the backend's lock).
+    `IdleOrder` (`impl.policies.idle_order`) of the same chunks, those believed idle
+    indexed apart in that order. A victim search takes the least recent believed-idle
+    chunk and reads its counters; a busy one is *parked* (out of the index) and not
+    visited again until its counters change. A memory object in the cache is switched
+    to its watched class (`watched_class`), whose `pin`, `unpin`, `ref_count_up` and
+    `ref_count_down` mark the object's entry when it is parked; marked entries whose
+    object is idle again go back to their place before the next search. An object that
+    leaves the cache is forgotten (it keeps the watched class, which then marks
+    nothing). So each busy chunk is visited at most once per busy period, and finding
+    `n` victims costs O(n log N) amortised whatever the number of pinned or read chunks
+    (LMCache's LRU walks past every one of them at every eviction, under the backend's
+    lock).
 
     Threads: `LocalCPUBackend` changes its hot cache and asks for victims only under
-    its own lock (`cpu_lock`), so `order` is changed there only; counters change on
-    any thread (a reader's `ref_count_down`, the pin monitor's forced unpin), and a
-    change only marks the object's entry dirty (`dirty`, a deque: an atomic append).
-    The marks are drained, each object's counters re-read, before every victim
-    search. A chunk is made busy (pinned, read) under the backend's lock, so its mark
-    is in before the next search; one made idle elsewhere is seen at the next search
-    after its mark.
+    its own lock (`cpu_lock`), so `order` is changed there only. Counters change on any
+    thread (a reader's `ref_count_down`, the pin monitor's forced unpin); a change marks
+    a parked entry with an atomic deque append (`dirty`). Parking reads the counters
+    once more after the entry left the index, so a change made meanwhile by a thread
+    that still saw it indexed is not lost.
 
     Differences that are not semantics: a hit on a key no longer cached is ignored
     (LMCache's LRU raises `KeyError` out of `touch_cache`, docs/interop.md), and the

@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 .PHONY: all test verify lint typecheck docs bench soak mutate clean interop compiled
-.PHONY: interop-sglang
+.PHONY: interop-sglang interop-lmcache
 
 all: test
 
@@ -101,5 +101,23 @@ $(SSTAMP): interop/sglang-requirements.txt pyproject.toml
 interop-sglang: $(SSTAMP)
 	$(SBIN)/python -m pytest -q -p no:cacheprovider -W "ignore::DeprecationWarning:torch.jit._script" tests/interop_sglang
 
+# LMCache 0.5.6 on a CPU build of torch, in its own venv (docs/interop.md, "LMCache
+# 0.5"): the pinned set of interop/lmcache-requirements.txt without dependency
+# resolution, then this project. `make test` never needs it.
+LMC       := .venv-interop-lmcache
+LBIN      := $(LMC)/bin
+LSTAMP    := $(LMC)/.installed
+
+$(LSTAMP): interop/lmcache-requirements.txt pyproject.toml
+	$(INTEROP_PYTHON) -m venv $(LMC)
+	$(LBIN)/python -m pip install --quiet --no-deps -r interop/lmcache-requirements.txt
+	$(LBIN)/python -m pip install --quiet --no-warn-conflicts -e . pytest jsonschema
+	touch $(LSTAMP)
+
+# The LMCache suite: the expected findings of `evictable check` on LMCache's own
+# LocalCPUBackend, each reproduced by its script in interop/lmcache/ on LMCache alone.
+interop-lmcache: $(LSTAMP)
+	$(LBIN)/python -m pytest -q -p no:cacheprovider tests/interop_lmcache
+
 clean:
-	rm -rf $(VENV) $(INTEROP) $(SGL) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(INTEROP) $(SGL) $(LMC) .pytest_cache .mypy_cache .ruff_cache .hypothesis

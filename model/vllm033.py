@@ -83,9 +83,9 @@ __all__ = [
     "order_request_keys",
 ]
 
-PROFILES = ("seed", "vllm-0.33", "sglang-0.5")
-"""The model's profiles: the seed's semantics (the default), vLLM 0.33's and SGLang
-0.5's host tier (`model.sglang05`)."""
+PROFILES = ("seed", "vllm-0.33", "sglang-0.5", "lmcache-0.5")
+"""The model's profiles: the seed's semantics (the default), vLLM 0.33's, SGLang 0.5's
+host tier (`model.sglang05`) and LMCache 0.5's CPU tier (`model.lmcache05`)."""
 
 VLLM_VERSION = "0.33"
 """The vLLM release this profile describes, and the one `evictable.vllm` and the vLLM

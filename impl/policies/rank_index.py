@@ -222,6 +222,18 @@ class RankIndex:
                 entry.heaped = 0
         self.size -= len(chosen)
 
+    def first(self) -> RankEntry | None:
+        """The idle entry of least order, None when there is none; nothing changes but
+        dropped garbage. Complexity: O(1), plus the garbage dropped.
+        """
+        top = self._top() if self.heap else None
+        at = self.ring.next
+        if at is self.ring:
+            return top[2] if top is not None else None
+        if top is not None and top[0] < at.order:  # type: ignore[union-attr]
+            return top[2]
+        return at
+
     def ordered(self) -> Iterator[RankEntry]:
         """Every idle entry, least order first (for views and tests).
 

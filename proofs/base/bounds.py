@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from evictable.model.lmcache05 import POLICIES_05
 from evictable.model.manager import MODEL_POLICIES
 
 __all__ = ["Bounds"]
@@ -47,5 +48,6 @@ class Bounds:
             raise ValueError(f"keys must be in 1..26, got {self.keys}")
         if self.max_ref < 1:
             raise ValueError("max_ref must be at least 1")
-        if self.policy not in MODEL_POLICIES:
-            raise ValueError(f"unknown policy {self.policy!r}; known: {sorted(MODEL_POLICIES)}")
+        if self.policy not in MODEL_POLICIES and self.policy not in POLICIES_05:
+            known = sorted({*MODEL_POLICIES, *POLICIES_05})
+            raise ValueError(f"unknown policy {self.policy!r}; known: {known}")

@@ -20,8 +20,9 @@ GPU-side machines (docs/conformance.md, "Contracts"):
   adapter sees the keys it would see in production.
 * `profile` -- which semantics the model specifies (`model.vllm033.PROFILES`):
   `seed` (the default, docs/semantics.md), `vllm-0.33` (vLLM 0.33's
-  request-scoped recency, `model.vllm033`) or `sglang-0.5` (SGLang 0.5's host tier,
-  `model.sglang05`; exact contract only).
+  request-scoped recency, `model.vllm033`), `sglang-0.5` (SGLang 0.5's host tier,
+  `model.sglang05`; exact contract only) or `lmcache-0.5` (LMCache 0.5's CPU tier,
+  `model.lmcache05`; exact contract only).
 * `following` -- set only by the engines, when they drive a finding on to its
   consequence (`Contract.follow`).
 
@@ -257,4 +258,7 @@ def resolve(factory: object, preset: str | None = None, **choices: Any) -> Contr
         if preset not in PRESETS:
             raise ContractError(f"unknown preset {preset!r} (known: {', '.join(sorted(PRESETS))})")
         base = _apply(base, PRESETS[preset])
-    return _apply(base, choices)
+    got = _apply(base, choices)
+    if got.profile == "lmcache-0.5" and got.safety:
+        raise ContractError("the lmcache-0.5 profile has the exact contract only")
+    return got

@@ -30,6 +30,7 @@ from typing import Any
 from evictable.model.errors import BlockNotReadyError, LifecycleError
 from evictable.model.invariants import check_snapshot
 from evictable.model.lifecycle import CpuState
+from evictable.model.lmcache05 import Lmcache05Manager
 from evictable.model.manager import ModelManager
 from evictable.model.sglang05 import Sglang05Manager
 from evictable.model.types import (
@@ -116,10 +117,13 @@ def make_model(contract: Contract, num_blocks: int, policy: str, events: bool) -
     """The reference manager for `contract` and its profile (raises like the model's
     constructor): the seed's `ModelManager` or the `vllm-0.33` profile's
     `Vllm033Manager`, following the implementation's choices under the safety contract,
-    or the `sglang-0.5` profile's `Sglang05Manager`."""
+    or the `sglang-0.5` profile's `Sglang05Manager` or the `lmcache-0.5` profile's
+    `Lmcache05Manager` (exact contract only: they follow no implementation's choices)."""
     cls: type[ModelManager]
     if contract.profile == "sglang-0.5":
         cls = Sglang05Manager  # exact contract only: it follows no implementation's choices
+    elif contract.profile == "lmcache-0.5":
+        cls = Lmcache05Manager  # exact only (`base.contract.resolve` refuses safety)
     elif contract.profile == "vllm-0.33":
         cls = FollowingVllm033 if contract.safety else Vllm033Manager
     else:
@@ -340,13 +344,14 @@ def _store_kind(
             )
         return None
     victims = list(getattr(out, "evicted_keys", []) or [])
+    model_victims = set(getattr(rm.value, "evicted_keys", []) or []) if not rm.raised else set()
     for v in victims:
         e = states.get(v)
         if e is not None and e.state is not CpuState.READY:
             return Mismatch(
                 Kind.EVICTED_PINNED, f"evicted {v!r} while it is {e.state.name} (ref {e.ref_cnt})"
             )
-        if v in batch:
+        if v in batch and v not in model_victims:  # (a profile may evict the call's keys)
             return Mismatch(Kind.EVICTED_PINNED, f"evicted {v!r}, one of the call's own keys")
     slots = list(getattr(out, "slot_ids", []) or [])
     stored = list(getattr(out, "keys_to_store", []) or [])

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from evictable.impl.policies.base import CachePolicy
 from evictable.impl.policies.factory import known_policies, register_policy
 from evictable.model.errors import InvalidArgumentError
+from evictable.model.lmcache05 import POLICIES_05
 from evictable.model.manager import MODEL_POLICIES
 from evictable.model.policy import ModelPolicy
 from evictable.proofs.base.bounds import Bounds
@@ -33,6 +34,8 @@ from evictable.proofs.base.levels import LEVELS
 __all__ = [
     "MissingProfileError",
     "PolicyProfile",
+    "check_bounds",
+    "policies_of",
     "profile",
     "register_profile",
     "register_verified_policy",
@@ -132,6 +135,24 @@ def profile(name: str) -> PolicyProfile:
             f"policy {name!r} has no verification profile; profiles: {', '.join(sorted(_PROFILES))}"
         )
     return found
+
+
+def policies_of(semantics: str) -> list[str]:
+    """The policy names the model knows under a semantic profile (`Contract.profile`):
+    LMCache's four under `lmcache-0.5`, the model's registry otherwise."""
+    return list(POLICIES_05) if semantics == "lmcache-0.5" else list(MODEL_POLICIES)
+
+
+LMCACHE_CHECK_SLOTS = 2
+"""Slots of `evictable check`'s explorer under `lmcache-0.5` (as many keys again)."""
+
+
+def check_bounds(policy: str, semantics: str = "seed") -> Bounds:
+    """The explorer's bounds of `evictable check` for `policy` under a semantic profile
+    (`MissingProfileError` for a policy without a verification profile)."""
+    if semantics == "lmcache-0.5":
+        return Bounds(slots=LMCACHE_CHECK_SLOTS, keys=4, max_ref=2, batch=2, policy=policy)
+    return profile(policy).check
 
 
 def register_verified_policy(

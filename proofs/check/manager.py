@@ -32,14 +32,13 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from evictable.model.manager import MODEL_POLICIES
 from evictable.proofs.base import watch
 from evictable.proofs.base.bounds import Bounds
 from evictable.proofs.base.compare import Kind
 from evictable.proofs.base.contract import Contract, resolve
 from evictable.proofs.base.findings import Finding, group
 from evictable.proofs.base.guard import guard_session
-from evictable.proofs.base.profiles import MissingProfileError, profile
+from evictable.proofs.base.profiles import MissingProfileError, check_bounds, policies_of
 from evictable.proofs.base.protocol import Factory
 from evictable.proofs.check.guide import probe_manager
 from evictable.proofs.check.setup import SetupError
@@ -179,7 +178,7 @@ def check_manager(
         )
     )
     name = str(policy or getattr(factory, "evictable_policy", "lru"))
-    bounds = profile(name).check if explore else None
+    bounds = check_bounds(name, chosen.profile) if explore else None
     result = run_check(factory, name, chosen, examples, steps, seed, bounds, workers)
     return replace(result, findings=group(result.findings))
 
@@ -187,12 +186,13 @@ def check_manager(
 # ------------------------------------------------------------------ the target
 
 
-def _policy(subject: Subject, request: Request) -> str:
+def _policy(subject: Subject, contract: Contract, request: Request) -> str:
     policy = str(request.policy or getattr(subject.factory, "evictable_policy", "lru"))
-    if policy not in MODEL_POLICIES:
-        raise SetupError(f"unknown policy {policy!r}; the model knows {sorted(MODEL_POLICIES)}")
+    known = policies_of(contract.profile)
+    if policy not in known:
+        raise SetupError(f"unknown policy {policy!r}; the model knows {sorted(known)}")
     try:
-        profile(policy)
+        check_bounds(policy, contract.profile)
     except MissingProfileError as exc:
         raise SetupError(str(exc)) from None
     return policy
@@ -200,7 +200,7 @@ def _policy(subject: Subject, request: Request) -> str:
 
 def guide_manager(subject: Subject, contract: Contract, request: Request) -> Subject:
     """The manager target's guide stage: the policy, and one probe of the factory."""
-    policy = _policy(subject, request)
+    policy = _policy(subject, contract, request)
     t0 = time.perf_counter()
     probe_manager(subject.factory, policy, contract, subject.spec)
     return replace(subject, policy=policy, import_s=subject.import_s + time.perf_counter() - t0)
@@ -256,7 +256,7 @@ def _fields(result: ManagerCheck) -> dict[str, Any]:
 def manager_engines(subject: Subject, contract: Contract, request: Request) -> EngineRun:
     """The manager target's engines (`run_check`), as the pipeline's engine run."""
     policy = subject.policy or "lru"
-    bounds = profile(policy).check if request.explore else None
+    bounds = check_bounds(policy, contract.profile) if request.explore else None
     result = run_check(
         subject.factory,
         policy,

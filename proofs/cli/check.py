@@ -101,7 +101,8 @@ def add_parser(subparsers: Any) -> None:
         "--profile",
         choices=list(PROFILES),
         default=None,
-        help="the model's semantics: seed, vllm-0.33 or sglang-0.5 (docs/semantics.md) "
+        help="the model's semantics: seed, vllm-0.33, sglang-0.5 or lmcache-0.5 "
+        "(docs/semantics.md) "
         "(default: what "
         "the factory declares, else seed)",
     )

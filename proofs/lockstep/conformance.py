@@ -37,13 +37,12 @@ from hypothesis import Phase
 from hypothesis import seed as hypothesis_seed
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
-from evictable.model.manager import MODEL_POLICIES
 from evictable.proofs.base.compare import Kind as FindingKind
 from evictable.proofs.base.contract import DEFAULT, Contract, ContractError, resolve
 from evictable.proofs.base.faults import PLAN, fault_policy_name
 from evictable.proofs.base.findings import Finding, checked_snippet
 from evictable.proofs.base.guard import guard_session
-from evictable.proofs.base.profiles import profile
+from evictable.proofs.base.profiles import policies_of, profile
 from evictable.proofs.base.protocol import ADAPTER_API, BLACK_BOX_API, Factory
 from evictable.proofs.base.records import (
     DeadlineExceeded,
@@ -56,6 +55,7 @@ from evictable.proofs.lockstep.arc_rules import ArcRules
 from evictable.proofs.lockstep.copies import copy_support
 from evictable.proofs.lockstep.failures import script_of
 from evictable.proofs.lockstep.inputs import KEYS
+from evictable.proofs.lockstep.lmcache_rules import LmcacheRules
 from evictable.proofs.lockstep.machine import build_machine
 from evictable.proofs.lockstep.manager import Action, ConformanceFailure, replay
 from evictable.proofs.lockstep.observer import StepObserver
@@ -64,6 +64,7 @@ from evictable.proofs.lockstep.shrink import REPLAYS, shrink
 
 __all__ = [
     "POLICY_RULES",
+    "PROFILE_RULES",
     "SIZES",
     "ConformanceFailure",
     "ConformanceRecord",
@@ -78,6 +79,10 @@ reaches it waits out the session's shorter bound (`base.flight.guard_session`)."
 
 POLICY_RULES: dict[str, type] = {"arc": ArcRules}
 """Extra conformance rules of the built-in policies (a profile's own `rules` wins)."""
+
+PROFILE_RULES: dict[str, type] = {"lmcache-0.5": LmcacheRules}
+"""Extra conformance rules of a semantic profile (its own calls: LMCache's pins,
+removals and leases), black box included; they replace the policy's."""
 
 SIZES: dict[str, tuple[int, int]] = {
     "quick": (50, 30),
@@ -236,8 +241,9 @@ def make_machine(
         why = copy_support(factory, policy)[1]
         if why:
             raise ValueError(f"the adapters do not survive every copy round trip: {why}")
-    if policy not in MODEL_POLICIES:
-        raise ValueError(f"the model has no policy {policy!r}; known: {sorted(MODEL_POLICIES)}")
+    if policy not in policies_of(contract.profile):
+        known = sorted(policies_of(contract.profile))
+        raise ValueError(f"the model has no policy {policy!r}; known: {known}")
     faults = False
     why = ""
     if inject_faults is not False:
@@ -249,7 +255,9 @@ def make_machine(
         factory, policy, fault_policy_name(policy) if faults else None, PLAN, contract, collect
     )
     machine.faults_note = why
-    mixin = None if contract.black_box else profile(policy).rules or POLICY_RULES.get(policy)
+    mixin = PROFILE_RULES.get(contract.profile)
+    if mixin is None and not contract.black_box:
+        mixin = profile(policy).rules or POLICY_RULES.get(policy)
     return machine if mixin is None else type(machine.__name__, (mixin, machine), {})
 
 
@@ -261,8 +269,8 @@ def _preflight(factory: object, policy: str, contract: Contract = DEFAULT) -> st
     """Why a run cannot be made, or "" if it can."""
     if not callable(factory):
         return f"factory is not callable: {factory!r}"
-    if policy not in MODEL_POLICIES:
-        return f"the model has no policy {policy!r}; known: {sorted(MODEL_POLICIES)}"
+    if policy not in policies_of(contract.profile):
+        return f"the model has no policy {policy!r}; known: {sorted(policies_of(contract.profile))}"
     try:
         adapter = factory(1, policy, False)
     except Exception as exc:

@@ -17,7 +17,8 @@ from evictable.model.vllm033 import (
 
 
 def test_profiles_and_their_check() -> None:
-    assert PROFILES[:2] == ("seed", "vllm-0.33") and "sglang-0.5" in PROFILES
+    assert PROFILES[:2] == ("seed", "vllm-0.33")
+    assert "sglang-0.5" in PROFILES and "lmcache-0.5" in PROFILES
     assert check_profile("vllm-0.33") == "vllm-0.33"
     with pytest.raises(InvalidArgumentError):
         check_profile("vllm-0.32")

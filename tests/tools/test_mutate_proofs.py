@@ -1,5 +1,6 @@
 """`make mutate-proofs` (`tools.mutate.proofs`): the proof operators, the kill by
-`verify --quick`'s own records, the group selection and the equivalents list."""
+`verify --quick`'s own records, the selection of those records (the import graph,
+the coverage map) and the equivalents list."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from evictable.proofs.base.records import Status
 from evictable.proofs.obligations.registry import GROUPS
 from tools.mutate.core import ROOT, Mutant, load_equivalents, run
+from tools.mutate.coverage import HIT, compute, instrument, records_for
 from tools.mutate.proof_operators import PROOF_OPERATORS, mutate, sites
 from tools.mutate.proofs import EQUIVALENTS, FILES, all_mutants, decide, dependents
 from tools.mutate.selection import (
@@ -23,7 +25,7 @@ from tools.mutate.selection import (
     outside,
 )
 
-SOURCE = '''
+SOURCE = """
 import z3
 from evictable.proofs.base.records import Outcome, proved
 from evictable.proofs.z3.solver import z3_valid
@@ -51,7 +53,7 @@ def batch(keys):
 
 def render_text(x):
     return x + 1
-'''
+"""
 """A small proofs module: a check with its facts, a claim dict, a bound, a loop over
 keys, and a function that only renders text."""
 
@@ -195,3 +197,25 @@ def test_dependents_include_the_module_and_its_importers(path: str) -> None:
     names = dependents(mutant)
     assert "evictable." + path.removesuffix(".py").replace("/", ".") in names
     assert "evictable.proofs.obligations.z3_manager" in names or "refine" in path
+
+
+def test_instrumented_functions_are_named_as_the_sites_name_their_scope() -> None:
+    tree, keys = instrument(SOURCE, "x.py")
+    scopes = {s.scope for s in sites(SOURCE)} - {"<module>"}
+    assert scopes <= {k.removeprefix("x.py::") for k in keys}
+    hits: set[str] = set()
+    namespace: dict[str, Any] = {HIT: hits.add}
+    exec(compile(tree, "<instrumented>", "exec"), namespace)
+    assert namespace["batch"]([1, 2]) == [1, 2] and hits == {"x.py::batch"}
+
+
+def test_a_mutant_in_a_function_runs_only_the_records_that_call_it() -> None:
+    arc, group = "proofs/z3/arc.py", "evictable.proofs.obligations.z3_arc"
+    coverage = compute([arc], [group], "quick", 1)
+    coverage["digest"] = ""
+    b1 = records_for(coverage, f"{arc}::b1_hit_term", group)
+    assert b1 == {"arc.z3.target_b1_hit_in_range", "arc.z3.target_encoding_matches_model"}
+    # called while the group's obligations are built: every record of the group
+    assert records_for(coverage, f"{arc}::check_target_range", group) is None
+    # not a function (module level): every record of the group
+    assert records_for(coverage, f"{arc}::<module>", group) is None

@@ -87,11 +87,14 @@ SOURCES: dict[str, str] = {}
 # ------------------------------------------------------------------ the child
 
 
-class _Served(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Serves one module's mutated code; every other import goes the usual way."""
+class Served(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Serves the given modules' code (`name -> (code, origin)`), each run in a
+    namespace that starts with `preset`; every other import goes the usual way."""
 
-    def __init__(self, name: str, code: CodeType, origin: str) -> None:
-        self.name, self.code, self.origin = name, code, origin
+    def __init__(
+        self, codes: dict[str, tuple[CodeType, str]], preset: dict[str, object] | None = None
+    ) -> None:
+        self.codes, self.preset = codes, dict(preset or {})
 
     def find_spec(
         self,
@@ -99,16 +102,18 @@ class _Served(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         path: Sequence[str] | None = None,
         target: ModuleType | None = None,
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname != self.name:
+        if fullname not in self.codes:
             return None
-        return importlib.util.spec_from_loader(fullname, self, origin=self.origin)
+        return importlib.util.spec_from_loader(fullname, self, origin=self.codes[fullname][1])
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
         return None
 
     def exec_module(self, module: ModuleType) -> None:
-        module.__file__ = self.origin
-        exec(self.code, module.__dict__)
+        code, origin = self.codes[module.__name__]
+        module.__file__ = origin
+        module.__dict__.update(self.preset)
+        exec(code, module.__dict__)
 
 
 def serve(
@@ -125,7 +130,7 @@ def serve(
         raise RuntimeError(f"{name} was imported before its mutant could be served")
     tree = build(SOURCES[mutant.path], mutant.site.index)
     code = compile(tree, str(ROOT / mutant.path), "exec")
-    sys.meta_path.insert(0, _Served(name, code, str(ROOT / mutant.path)))
+    sys.meta_path.insert(0, Served({name: (code, str(ROOT / mutant.path))}))
 
 
 def _child(

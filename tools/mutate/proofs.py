@@ -50,8 +50,17 @@ from tools.mutate.core import (
     report,
     run,
 )
+from tools.mutate.coverage import Coverage, records_for
+from tools.mutate.coverage import load as load_coverage
 from tools.mutate.proof_operators import PROOF_OPERATORS, mutate, sites
-from tools.mutate.selection import check_selection, closure, graph, groups_for, outside, short
+from tools.mutate.selection import (
+    check_selection,
+    closure,
+    groups_for,
+    importers,
+    outside,
+    short,
+)
 
 __all__ = ["EQUIVALENTS", "FILES", "all_mutants", "decide", "dependents", "groups_of", "main"]
 
@@ -62,7 +71,7 @@ FILES = sorted(
     if p.name != "__init__.py"
 )
 LEVEL: Level = "quick"
-_OPTIONS: dict[str, Any] = {"all_records": False, "backstop": 600.0, "costs": {}}
+_OPTIONS: dict[str, Any] = {"all_records": False, "backstop": 600.0, "costs": {}, "coverage": None}
 """The run's options, read by `decide` in the children (set before forking)."""
 
 
@@ -89,24 +98,36 @@ def groups_of(mutant: Mutant) -> list[str]:
 def dependents(mutant: Mutant) -> list[str]:
     """The mutated module and every module that imports it (full names): what a child
     imports afresh, with the mutant."""
-    target = short(module_name(mutant.path))
-    return sorted("evictable." + name for name in graph() if target in closure([name]))
+    return importers([short(module_name(mutant.path))])
 
 
 def decide(mutant: Mutant) -> Result:
-    """In the child: run the reachable records at `--quick`; killed at the first that
-    fails (or every one, with `--all-records`)."""
-    from evictable.proofs.base.records import run_claim, run_control
-    from evictable.proofs.cli.verify import collect
+    """In the child: run the records at `--quick` that can reach the mutant (its
+    groups; with the coverage map, only those that call the mutated function); killed
+    at the first that fails (or every one, with `--all-records`)."""
+    from evictable.proofs.base.records import Obligation, run_claim, run_control
+    from evictable.proofs.obligations.registry import load_group
 
     before = set(sys.modules)
     groups = groups_of(mutant)
-    obligations, broken = collect(LEVEL, None, groups)
+    coverage: Coverage | None = _OPTIONS["coverage"]
+    key = f"{mutant.path}::{mutant.site.scope}"
+    failed: list[str] = []
+    chosen: list[Obligation] = []
+    skipped = 0
+    for group in groups:
+        try:
+            obligations = load_group(group, LEVEL)
+        except Exception as exc:  # as `verify` reports it: an error record
+            failed.append(f"{short(group)}: error: cannot load obligations: {exc!r}"[:300])
+            continue
+        keep = None if coverage is None else records_for(coverage, key, group)
+        chosen += [ob for ob in obligations if keep is None or ob.name in keep]
+        skipped += sum(1 for ob in obligations if keep is not None and ob.name not in keep)
     cost: dict[str, float] = _OPTIONS["costs"]
-    obligations.sort(key=lambda ob: cost.get(ob.name, 0.0) + cost.get(f"{ob.name}~neg", 0.0))
-    failed = [f"{r.name}: {r.verdict}: {r.counterexample.splitlines()[0]}" for r in broken]
-    ran = len(broken)
-    for ob in obligations:
+    chosen.sort(key=lambda ob: cost.get(ob.name, 0.0) + cost.get(f"{ob.name}~neg", 0.0))
+    ran = 0
+    for ob in chosen:
         if failed and not _OPTIONS["all_records"]:
             break
         for make in (run_claim, run_control) if ob.negative is not None else (run_claim,):
@@ -123,6 +144,7 @@ def decide(mutant: Mutant) -> Result:
         "why": failed[0] if failed else "",
         "failed": failed,
         "records": ran,
+        "obligations_skipped": skipped,
         "groups": [short(g).rsplit(".", 1)[-1] for g in groups],
         "unsound": outside(groups, set(sys.modules) - before),
     }
@@ -227,6 +249,11 @@ def _parser() -> argparse.ArgumentParser:
         "tools.mutate.operators are named too: compare, boolop, unary, negate_if, ...)",
     )
     p.add_argument("--all-records", action="store_true", help="run every record, not to the first")
+    p.add_argument(
+        "--groups-only",
+        action="store_true",
+        help="run every record of the mutant's groups (no coverage map)",
+    )
     p.add_argument("--timeout", type=float, default=1800.0, help="per mutant (a hang backstop)")
     p.add_argument("--backstop", type=float, default=600.0, help="per record (verify's --backstop)")
     p.add_argument("--json", default=None, help="write every result here (after each mutant)")
@@ -277,6 +304,11 @@ def main(argv: list[str] | None = None) -> int:
         results = {i: r for i, r in results.items() if i in ids}
     todo = [m for m in mutants if m.id not in results]
     _OPTIONS.update(all_records=args.all_records, backstop=args.backstop, costs=_costs())
+    if not args.groups_only and todo:
+        reach = sorted(
+            {g for path in FILES for g in groups_for(short(module_name(path)), _groups())}
+        )
+        _OPTIONS["coverage"] = load_coverage(FILES, reach, LEVEL, args.jobs)
     _warm({short(module_name(p)) for p in files})
     start = time.monotonic()
 
@@ -305,5 +337,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 _RESULT_KEYS = frozenset(
-    {"killed", "engine", "why", "failed", "records", "groups", "unsound", "seconds"}
+    {
+        "killed",
+        "engine",
+        "why",
+        "failed",
+        "records",
+        "obligations_skipped",
+        "groups",
+        "unsound",
+        "seconds",
+    }
 )

@@ -47,6 +47,7 @@ __all__ = [
     "dynamic_sites",
     "graph",
     "groups_for",
+    "importers",
     "outside",
     "short",
 ]
@@ -119,6 +120,13 @@ def closure(roots: Iterable[str]) -> dict[str, int]:
         dist[m] = d
         todo.extend((n, d + 1) for n in g.get(m, ()))
     return dist
+
+
+def importers(modules: Iterable[str]) -> list[str]:
+    """The modules (full names) whose closure holds any of `modules` (short names),
+    these among them: what must be imported afresh to see a change to them."""
+    wanted = set(modules)
+    return sorted("evictable." + m for m in graph() if wanted & set(closure([m])))
 
 
 def groups_for(module: str, groups: Iterable[str]) -> list[str]:

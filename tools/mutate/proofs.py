@@ -145,6 +145,7 @@ def decide(mutant: Mutant) -> Result:
         "failed": failed,
         "records": ran,
         "obligations_skipped": skipped,
+        "unreached": not chosen and not failed,
         "groups": [short(g).rsplit(".", 1)[-1] for g in groups],
         "unsound": outside(groups, set(sys.modules) - before),
     }
@@ -327,6 +328,10 @@ def main(argv: list[str] | None = None) -> int:
         equivalents_file=EQUIVALENTS.name,
     )
     print("\n" + text)
+    unreached = [m for m in mutants if results[m.id].get("unreached")]
+    if unreached:
+        print(f"\nunreached ({len(unreached)}: survivors in a function no record calls):")
+        print("\n".join(f"  {m.id}" for m in unreached))
     unsound = sorted({u for r in results.values() for u in r.get("unsound") or []})  # type: ignore[attr-defined]
     if unsound:
         print("\nSELECTION UNSOUND: a run imported modules outside its groups' closure:")
@@ -344,6 +349,7 @@ _RESULT_KEYS = frozenset(
         "failed",
         "records",
         "obligations_skipped",
+        "unreached",
         "groups",
         "unsound",
         "seconds",

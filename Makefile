@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: all test verify lint typecheck docs bench soak mutate clean interop compiled
+.PHONY: all test verify lint typecheck docs bench soak mutate mutate-proofs clean interop compiled
 .PHONY: interop-sglang interop-lmcache
 
 all: test
@@ -65,6 +65,13 @@ soak: $(STAMP)
 # two mutants at a time). MUTATE_ARGS="--sample 100" for a quick look.
 mutate: $(STAMP)
 	nice $(BIN)/python -m tools.mutate $(MUTATE_ARGS)
+
+# Mutation testing of the proofs (proofs/z3, proofs/refine) with the records of
+# `evictable verify --quick` as the kill command (docs/proofs.md, "Mutation testing of
+# the proofs"; hours for every mutant: niced, two at a time).
+# MUTATE_ARGS="--sample 40" for a quick look, "--json r.json --resume r.json" to go on.
+mutate-proofs: $(STAMP)
+	nice $(BIN)/python -m tools.mutate --proofs $(MUTATE_ARGS)
 
 # vLLM 0.33.0 on a CPU build of torch, in its own venv (docs/interop.md): the pinned
 # set of interop/requirements.txt without dependency resolution, then this project.

@@ -1,8 +1,8 @@
 """`evictable verify`: every obligation, a live progress line, then one table.
 
 ```
-evictable verify [--quick | --thorough] [-j N] [--only PREFIX ...] [--backstop SECONDS]
-                 [--verbose] [--json PATH]
+evictable verify [--quick | --thorough] [-j N] [--only PREFIX ...] [--group NAME ...]
+                 [--backstop SECONDS] [--verbose] [--json PATH]
 ```
 
 Each obligation yields one record, and one more for its negative control. The
@@ -350,6 +350,14 @@ def add_parser(sub: Any) -> None:
         "prefixes (default: all)",
     )
     p.add_argument(
+        "--group",
+        metavar="NAME",
+        action="append",
+        help="run only the obligations of the group NAME (a module of "
+        "evictable.proofs.obligations, e.g. z3_manager: the order of registry.GROUPS); "
+        "repeat it for several groups (default: all)",
+    )
+    p.add_argument(
         "--backstop",
         type=_positive_float,
         default=HANG_BACKSTOP_S,
@@ -360,6 +368,18 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--verbose", action="store_true", help="print one line per record as it lands")
     add_report_options(p)
     p.set_defaults(handler=run)
+
+
+def _groups(names: Sequence[str]) -> list[str]:
+    """The groups `--group` names (short or full module names), in registry order."""
+    short = {g.rsplit(".", 1)[-1]: g for g in registry.GROUPS}
+    for name in names:
+        if name not in short and name not in registry.GROUPS:
+            raise UsageError(
+                f"evictable verify: --group {name!r} is no group (groups: {', '.join(short)})"
+            )
+    wanted = {short.get(n, n) for n in names}
+    return [g for g in registry.GROUPS if g in wanted]
 
 
 def _positive_float(text: str) -> float:
@@ -375,8 +395,9 @@ def _positive_float(text: str) -> float:
 def run(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     """The handler: (exit code, the report's own fields)."""
     level: Level = "quick" if args.quick else "thorough" if args.thorough else "default"
+    groups = None if args.group is None else _groups(args.group)
     if args.only is not None:
-        names = [ob.name for ob in collect(level, None)[0]]
+        names = [ob.name for ob in collect(level, None, groups)[0]]
         for prefix in args.only:
             if not any(n.startswith(prefix) for n in names):
                 raise UsageError(
@@ -387,13 +408,15 @@ def run(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
     start = time.monotonic()
     error: str | None = None
     try:
-        results = verify(level, args.only, args.backstop, emit, args.jobs, progress=sys.stderr)
+        results = verify(
+            level, args.only, args.backstop, emit, args.jobs, groups, progress=sys.stderr
+        )
     except Interrupted as stop:
         results = stop.records
         error = f"evictable verify: interrupted after {len(results)} record(s)"
     wall = time.monotonic() - start
     _summary(results, wall, args.jobs)
-    if error is None and args.only is None:
+    if error is None and args.only is None and groups is None:
         _save_times(level, results)
     code = 2 if error is not None else 0 if results and all(r.ok for r in results) else 1
     fields: dict[str, Any] = {
@@ -402,6 +425,7 @@ def run(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
         "jobs": args.jobs,
         # one prefix as a string (as before), several as a list
         "only": args.only[0] if args.only and len(args.only) == 1 else args.only,
+        "groups": groups,
         "counts": counts(results),
         "records": [r.as_dict() for r in results],
     }

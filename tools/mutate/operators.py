@@ -22,9 +22,18 @@ from __future__ import annotations
 import ast
 import copy
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-__all__ = ["ORACLE_FUNCTIONS", "Site", "mutate", "sites"]
+__all__ = [
+    "ORACLE_FUNCTIONS",
+    "ScopedWalk",
+    "Site",
+    "finish",
+    "generic_sites",
+    "mutate",
+    "numbered",
+    "sites",
+]
 
 ORACLE_FUNCTIONS = frozenset({"check_invariants", "__repr__"})
 
@@ -76,8 +85,10 @@ def _src(node: ast.AST) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-class _Walk(ast.NodeVisitor):
-    """Collects (site, apply) pairs in walk order; `apply` mutates the walked tree."""
+class ScopedWalk(ast.NodeVisitor):
+    """Collects (site, apply) pairs in walk order, each named by the enclosing
+    function or class; `apply` mutates the walked tree. A subclass adds the visitors
+    of its operators (`tools.mutate.proof_operators` adds the proofs' own)."""
 
     def __init__(self) -> None:
         self.found: list[tuple[Site, Callable[[], None]]] = []
@@ -85,7 +96,7 @@ class _Walk(ast.NodeVisitor):
         self.oracle = 0
         self.functions = 0  # how many function bodies the walk is inside
 
-    def _add(
+    def add(
         self, node: ast.AST, op: str, before: str, after: str, apply: Callable[[], None]
     ) -> None:
         scope = ".".join(self.scope) or "<module>"
@@ -95,25 +106,35 @@ class _Walk(ast.NodeVisitor):
 
     # ------------------------------------------------------------ scopes
 
-    def _scoped(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+    def scoped(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+        """Walk `node`'s body inside its scope."""
         self.scope.append(node.name)
         oracle = node.name in ORACLE_FUNCTIONS
         function = not isinstance(node, ast.ClassDef)
         self.oracle += oracle
         self.functions += function
-        self._body(node, node.body)
+        self.body(node, node.body)
         self.functions -= function
         self.oracle -= oracle
         self.scope.pop()
 
+    def body(self, owner: ast.AST, body: list[ast.stmt]) -> None:
+        """Walk the statements of a body (a subclass may add sites per statement)."""
+        for stmt in body:
+            self.visit(stmt)
+
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        self._scoped(node)
+        self.scoped(node)
 
     def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
-        self._scoped(node)
+        self.scoped(node)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        self._scoped(node)
+        self.scoped(node)
+
+
+class _Walk(ScopedWalk):
+    """The generic operators."""
 
     def visit_Module(self, node: ast.Module) -> None:
         for stmt in node.body:
@@ -124,55 +145,55 @@ class _Walk(ast.NodeVisitor):
             else:
                 self.visit(stmt)
 
-    def _body(self, owner: ast.AST, body: list[ast.stmt]) -> None:
+    def body(self, owner: ast.AST, body: list[ast.stmt]) -> None:
         for i, stmt in enumerate(body):
             if i == 0 and _is_docstring(stmt):
                 continue
             if self.functions and _deletable(stmt):
-                self._add(stmt, "delete", _src(stmt), "pass", _replace_in(body, i, ast.Pass()))
+                self.add(stmt, "delete", _src(stmt), "pass", _replace_in(body, i, ast.Pass()))
             self.visit(stmt)
 
     # ------------------------------------------------------------ statements
 
     def visit_If(self, node: ast.If) -> None:
         test = node.test
-        self._add(node, "negate_if", _src(test), f"not ({_src(test)})", _negate(node))
+        self.add(node, "negate_if", _src(test), f"not ({_src(test)})", _negate(node))
         self.visit(node.test)
-        self._body(node, node.body)
-        self._body(node, node.orelse)
+        self.body(node, node.body)
+        self.body(node, node.orelse)
 
     def visit_For(self, node: ast.For) -> None:
         self.visit(node.iter)
-        self._body(node, node.body)
-        self._body(node, node.orelse)
+        self.body(node, node.body)
+        self.body(node, node.orelse)
 
     def visit_While(self, node: ast.While) -> None:
         self.visit(node.test)
-        self._body(node, node.body)
-        self._body(node, node.orelse)
+        self.body(node, node.body)
+        self.body(node, node.orelse)
 
     def visit_With(self, node: ast.With) -> None:
         for item in node.items:
             self.visit(item.context_expr)
-        self._body(node, node.body)
+        self.body(node, node.body)
 
     def visit_Try(self, node: ast.Try) -> None:
-        self._body(node, node.body)
+        self.body(node, node.body)
         for handler in node.handlers:
-            self._body(handler, handler.body)
-        self._body(node, node.orelse)
-        self._body(node, node.finalbody)
+            self.body(handler, handler.body)
+        self.body(node, node.orelse)
+        self.body(node, node.finalbody)
 
     def visit_Break(self, node: ast.Break) -> None:
-        self._add(node, "loop_jump", "break", "continue", _swap_jump(node, ast.Continue))
+        self.add(node, "loop_jump", "break", "continue", _swap_jump(node, ast.Continue))
 
     def visit_Continue(self, node: ast.Continue) -> None:
-        self._add(node, "loop_jump", "continue", "break", _swap_jump(node, ast.Break))
+        self.add(node, "loop_jump", "continue", "break", _swap_jump(node, ast.Break))
 
     def visit_Return(self, node: ast.Return) -> None:
         value = node.value
         if value is not None and not (isinstance(value, ast.Constant) and value.value is None):
-            self._add(
+            self.add(
                 node, "return_none", _src(value), "None", _set(node, "value", ast.Constant(None))
             )
         self.generic_visit(node)
@@ -185,7 +206,7 @@ class _Walk(ast.NodeVisitor):
         new = _BINOP.get(type(node.op))
         if new is not None and type(node.op) in (ast.Add, ast.Sub):
             before, after = _SYMBOL[type(node.op)] + "=", _SYMBOL[new] + "="
-            self._add(node, "augassign", before, after, _set(node, "op", new()))
+            self.add(node, "augassign", before, after, _set(node, "op", new()))
         self.visit(node.value)
 
     def visit_Assert(self, node: ast.Assert) -> None:
@@ -200,7 +221,7 @@ class _Walk(ast.NodeVisitor):
         for i, op in enumerate(node.ops):
             new = _COMPARE.get(type(op))
             if new is not None:
-                self._add(
+                self.add(
                     node, "compare", _SYMBOL[type(op)], _SYMBOL[new], _set_item(node.ops, i, new())
                 )
         self.generic_visit(node)
@@ -208,19 +229,19 @@ class _Walk(ast.NodeVisitor):
     def visit_BinOp(self, node: ast.BinOp) -> None:
         new = _BINOP.get(type(node.op))
         if new is not None and not _is_str(node):
-            self._add(node, "binop", _SYMBOL[type(node.op)], _SYMBOL[new], _set(node, "op", new()))
+            self.add(node, "binop", _SYMBOL[type(node.op)], _SYMBOL[new], _set(node, "op", new()))
         self.generic_visit(node)
 
     def visit_BoolOp(self, node: ast.BoolOp) -> None:
         new: ast.boolop = ast.Or() if isinstance(node.op, ast.And) else ast.And()
         before, after = ("and", "or") if isinstance(node.op, ast.And) else ("or", "and")
-        self._add(node, "boolop", before, after, _set(node, "op", new))
+        self.add(node, "boolop", before, after, _set(node, "op", new))
         self.generic_visit(node)
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> None:
         if isinstance(node.op, ast.Not | ast.USub):
             name = "not" if isinstance(node.op, ast.Not) else "-"
-            self._add(
+            self.add(
                 node, "unary", f"{name} {_src(node.operand)}", _src(node.operand), _unwrap(node)
             )
         self.generic_visit(node)
@@ -228,10 +249,10 @@ class _Walk(ast.NodeVisitor):
     def visit_Constant(self, node: ast.Constant) -> None:
         v = node.value
         if isinstance(v, bool):
-            self._add(node, "constant", repr(v), repr(not v), _set(node, "value", not v))
+            self.add(node, "constant", repr(v), repr(not v), _set(node, "value", not v))
         elif isinstance(v, int):
             new = 1 if v == 0 else 0 if v == 1 else v + 1
-            self._add(node, "constant", repr(v), repr(new), _set(node, "value", new))
+            self.add(node, "constant", repr(v), repr(new), _set(node, "value", new))
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
         return  # message text
@@ -333,30 +354,34 @@ def _swap_jump(node: ast.stmt, new: type[ast.stmt]) -> Callable[[], None]:
 # ------------------------------------------------------------------ API
 
 
-def _walk(source: str) -> tuple[ast.Module, list[tuple[Site, Callable[[], None]]]]:
-    tree = ast.parse(source)
+def numbered(found: list[tuple[Site, Callable[[], None]]]) -> list[tuple[Site, Callable[[], None]]]:
+    """The sites in order, each with its index in the list and its ordinal (how many
+    equal changes come before it in the same scope)."""
+    counts: dict[tuple[str, str, str, str], int] = {}
+    out = []
+    for i, (site, apply) in enumerate(found):
+        k = (site.scope, site.operator, site.before, site.after)
+        out.append((replace(site, index=i, ordinal=counts.get(k, 0)), apply))
+        counts[k] = counts.get(k, 0) + 1
+    return out
+
+
+def generic_sites(tree: ast.Module) -> list[tuple[Site, Callable[[], None]]]:
+    """The generic operators' sites of `tree` (not numbered), in walk order."""
     walker = _Walk()
     walker.visit(tree)
-    counts: dict[tuple[str, str, str, str], int] = {}
-    numbered = []
-    for site, apply in walker.found:
-        k = (site.scope, site.operator, site.before, site.after)
-        numbered.append((_with_ordinal(site, counts.get(k, 0)), apply))
-        counts[k] = counts.get(k, 0) + 1
-    return tree, numbered
+    return walker.found
 
 
-def _with_ordinal(site: Site, ordinal: int) -> Site:
-    return Site(
-        site.index,
-        site.scope,
-        site.operator,
-        site.before,
-        site.after,
-        site.line,
-        site.oracle,
-        ordinal,
-    )
+def finish(tree: ast.Module) -> ast.Module:
+    """A mutated tree made compilable (markers resolved, locations filled in)."""
+    fixed: ast.Module = _Unwrap().visit(tree)
+    return ast.fix_missing_locations(fixed)
+
+
+def _walk(source: str) -> tuple[ast.Module, list[tuple[Site, Callable[[], None]]]]:
+    tree = ast.parse(source)
+    return tree, numbered(generic_sites(tree))
 
 
 def sites(source: str) -> list[Site]:
@@ -368,8 +393,7 @@ def mutate(source: str, index: int) -> ast.Module:
     """The module with its `index`-th mutation applied (a fresh tree)."""
     tree, found = _walk(source)
     found[index][1]()
-    fixed: ast.Module = _Unwrap().visit(tree)
-    return ast.fix_missing_locations(fixed)
+    return finish(tree)
 
 
 def iter_sources(tree: ast.Module) -> Iterator[str]:

@@ -210,6 +210,31 @@ def test_verify_only_takes_several_prefixes(
     assert "--only 'zzz' selects no obligation" in capsys.readouterr().err
 
 
+def test_verify_group_runs_only_the_named_groups(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name, obs in (
+        ("fake.kept", [_ob("kept.one", lambda t: proved())]),
+        ("fake.left", [_ob("left.one", lambda t: refuted("x"))]),
+    ):
+        mod = types.ModuleType(name)
+        mod.obligations = lambda level, obs=obs: obs  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, name, mod)
+    monkeypatch.setattr(registry, "GROUPS", ("fake.kept", "fake.left"))
+    assert cli.main(["verify", "--group", "kept"]) == 0
+    out = capsys.readouterr().out
+    assert "kept.one" in out and "left.one" not in out
+    assert cli.main(["verify", "--group", "fake.kept", "--group", "left"]) == 1
+
+
+def test_rejects_an_unknown_group(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fake_group(monkeypatch, "fake_one", [_ob("a.one", lambda t: proved())])
+    assert cli.main(["verify", "--group", "zzz"]) == 2
+    assert "--group 'zzz' is no group" in capsys.readouterr().err
+
+
 def test_verify_with_nothing_selected_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_group(monkeypatch, "fake_empty", [])
     assert cli.main(["verify"]) == 1

@@ -26,7 +26,7 @@ from evictable.proofs.z3.tiering_proofs import (
 
 __all__ = ["ASSUMPTIONS", "BOUNDS", "obligations"]
 
-BOUNDS = "any number of keys, parties (requests, staged promotions, jobs) and tiers"
+BOUNDS = "any number of keys and parties (requests, staged promotions, jobs of any tier)"
 
 ASSUMPTIONS: tuple[str, ...] = (
     "the orchestrator changes a primary chunk, its owners and pins, and a party's claims "

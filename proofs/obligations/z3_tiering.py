@@ -17,12 +17,12 @@ from evictable.proofs.base.records import Kind, Obligation, targeted
 from evictable.proofs.controls.tables import replace_state
 from evictable.proofs.controls.tiering_rules import RULE_CONTROLS
 from evictable.proofs.z3.encode import REFERENCE_MACHINES
-from evictable.proofs.z3.tiering import INVARIANTS, STEP_CLAIMS
 from evictable.proofs.z3.tiering_proofs import (
     check_consecution,
     check_initiation,
     check_step_claim,
 )
+from evictable.proofs.z3.tiering_relations import INVARIANTS, STEP_CLAIMS
 
 __all__ = ["ASSUMPTIONS", "BOUNDS", "obligations"]
 

@@ -23,13 +23,13 @@ owns or pins a chunk):
 
 A step (`Step`) is one row of one rule: a party `o` makes the rule's event on a key
 `k0` (a whole-cache event, `WHOLE_CACHE`, steps every key by its row), or a lookup hold
-reports `k0` HIT (`lookup`), or closes (`close`). The invariants (`INVARIANTS`) are the
-registry's key relations (`model.tiering_invariants`), as quantified formulas.
+reports `k0` HIT (`lookup`), or closes (`close`). The relations over this state are in
+`proofs.z3.tiering_relations`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -38,17 +38,14 @@ import z3
 from evictable.model.lifecycle import CpuEvent, CpuState, Machine, State
 from evictable.model.tiering_chunk import (
     WHOLE_CACHE,
-    ChunkEvent,
     ChunkGuard,
     ChunkRule,
     OnChunk,
     OnParty,
 )
 from evictable.proofs.z3.encode import (
-    REFERENCE_MACHINES,
     BlockTerms,
     StateSort,
-    inv_term,
     state_sort,
     step_term,
     transition_label,
@@ -56,20 +53,16 @@ from evictable.proofs.z3.encode import (
 )
 
 __all__ = [
-    "EVERY",
-    "INVARIANTS",
-    "STEP_CLAIMS",
-    "Over",
     "Step",
     "TState",
-    "at_some",
     "fresh_state",
     "initial_state",
+    "is_state",
     "key_sort",
     "party_sort",
+    "readable",
     "render",
     "steps",
-    "sum_facts",
 ]
 
 Term = Any
@@ -153,131 +146,9 @@ def initial_state(machine: Machine, ss: StateSort, prefix: str) -> tuple[TState,
     return init, [z3.ForAll([x], z3.Or(*starts))]
 
 
-# ------------------------------------------------------------------ the invariants
-
-
-class Over:
-    """How a relation's clauses are stated: for every key and party (`Over()`: an
-    assumption), or at one key and party (`Over(p, x)`: a claim, whose negation is
-    then ground, so a counterexample names the clauses it violates)."""
-
-    def __init__(self, p: Term | None = None, x: Term | None = None) -> None:
-        self.p, self.x = p, x
-
-    def key(self, body: Callable[[Term], Term]) -> Term:
-        if self.x is not None:
-            return body(self.x)
-        x = z3.Const("x", key_sort())
-        return z3.ForAll([x], body(x))
-
-    def pair(self, body: Callable[[Term, Term], Term]) -> Term:
-        if self.p is not None and self.x is not None:
-            return body(self.p, self.x)
-        p, x = z3.Const("p", party_sort()), z3.Const("x", key_sort())
-        return z3.ForAll([p, x], body(p, x))
-
-
-def at_some(name: str) -> Over:
-    """Fresh constants for a claim: one key and one party (any of them)."""
-    return Over(z3.Const(f"{name}.party", party_sort()), z3.Const(f"{name}.key", key_sort()))
-
-
-EVERY = Over()
-
-
-def _is(ss: StateSort, s: TState, k: Term, state: State) -> Term:
+def is_state(ss: StateSort, s: TState, k: Term, state: State) -> Term:
+    """Key `k`'s chunk is in `state`."""
     return s.st(k) == ss.consts[state]
-
-
-def _chunks_consistent(m: Machine, ss: StateSort, s: TState, q: Over = EVERY) -> Term:
-    """The CPU block invariants per chunk; owners only on a PENDING chunk, pins only on a
-    LOADING one, whose ref count is its number of pins; the ghost counts are sums of
-    non-negative entries."""
-
-    def pending(x: Term) -> Term:
-        return _is(ss, s, x, CpuState.PENDING)
-
-    def loading(x: Term) -> Term:
-        return _is(ss, s, x, CpuState.LOADING)
-
-    return z3.And(
-        q.key(
-            lambda x: z3.And(
-                inv_term(m, ss, s.block(x)),
-                z3.Implies(z3.Not(pending(x)), s.npo(x) == 0),
-                z3.Implies(z3.Not(loading(x)), s.npin(x) == 0),
-                z3.Implies(loading(x), s.ref(x) == s.npin(x)),
-            )
-        ),
-        q.pair(
-            lambda p, x: z3.And(
-                s.po(p, x) >= 0,
-                s.po(p, x) <= s.npo(x),
-                s.pin(p, x) >= 0,
-                s.pin(p, x) <= s.npin(x),
-                s.claim(p, x) >= 0,
-                s.live(p, x) >= 0,
-            )
-        ),
-    )
-
-
-def _resident(m: Machine, ss: StateSort, s: TState, k: Term) -> Term:
-    """Resident in the reference table (the specification a variant is judged by)."""
-    spec = REFERENCE_MACHINES[m.name]
-    return z3.Or(*[_is(ss, s, k, x.state) for x in spec.states if x.resident], False)
-
-
-def _pins_have_owners(m: Machine, ss: StateSort, s: TState, q: Over = EVERY) -> Term:
-    """Every pin is held by a live party, and a resident chunk's positive ref count is
-    its number of pins."""
-    return z3.And(
-        q.pair(lambda p, x: s.pin(p, x) <= s.live(p, x)),
-        q.key(
-            lambda x: z3.Implies(
-                z3.And(_resident(m, ss, s, x), s.ref(x) > 0), s.ref(x) == s.npin(x)
-            )
-        ),
-    )
-
-
-def _owners_have_pins(m: Machine, ss: StateSort, s: TState, q: Over = EVERY) -> Term:
-    """Every pin a live party holds is on the chunk."""
-    del m, ss
-    return q.pair(lambda p, x: s.live(p, x) <= s.pin(p, x))
-
-
-def _one_pending_owner(m: Machine, ss: StateSort, s: TState, q: Over = EVERY) -> Term:
-    """A PENDING chunk has exactly one pending owner."""
-    del m
-    return q.key(lambda x: z3.Implies(_is(ss, s, x, CpuState.PENDING), s.npo(x) == 1))
-
-
-def _pending_owners_live(m: Machine, ss: StateSort, s: TState, q: Over = EVERY) -> Term:
-    """A PENDING chunk's owners are live claims on it, and every live claim owns a
-    PENDING chunk."""
-    del m
-    return q.pair(
-        lambda p, x: z3.And(
-            s.po(p, x) <= s.claim(p, x),
-            z3.Implies(
-                s.claim(p, x) > 0,
-                z3.And(_is(ss, s, x, CpuState.PENDING), s.claim(p, x) <= s.po(p, x)),
-            ),
-        )
-    )
-
-
-def _no_stale_write(m: Machine, ss: StateSort, s: TState, q: Over = EVERY) -> Term:
-    """A party that will write a chunk (a promotion job, a GPU store) writes only the
-    chunk its key owns: PENDING under that party, at the slot the party recorded."""
-    del m
-    return q.pair(
-        lambda p, x: z3.Implies(
-            s.claim(p, x) > 0,
-            z3.And(_is(ss, s, x, CpuState.PENDING), s.po(p, x) > 0, s.jslot(p, x) == s.slot(x)),
-        )
-    )
 
 
 def readable(m: Machine) -> tuple[CpuState, ...]:
@@ -288,48 +159,6 @@ def readable(m: Machine) -> tuple[CpuState, ...]:
         for t in m.transitions
         if t.event is CpuEvent.LOAD_BEGIN and isinstance(t.source, CpuState)
     )
-
-
-def _hits_stay_resident(m: Machine, ss: StateSort, s: TState, q: Over = EVERY) -> Term:
-    """A key the open lookup hold reported HIT is still readable (resident, written) in
-    the reference table."""
-    states = readable(REFERENCE_MACHINES[m.name])
-    return q.key(
-        lambda x: z3.Implies(s.hit(x), z3.Or(*[_is(ss, s, x, st) for st in states], False))
-    )
-
-
-def sum_facts(s: TState) -> list[Term]:
-    """What the ghost counts are (the sum over the unbounded party sort of the
-    per-party entries, which are non-negative): no two distinct parties' entries add up
-    to more than the count. A fact of sums assumed of the pre-state (first-order logic
-    has no sum over an unbounded sort); each step moves a count by exactly the change of
-    the entries it changes (`_on_chunk`)."""
-    p, q, x = z3.Const("p", party_sort()), z3.Const("q", party_sort()), z3.Const("x", key_sort())
-    return [
-        z3.ForAll(
-            [p, q, x],
-            z3.Implies(
-                p != q,
-                z3.And(s.po(p, x) + s.po(q, x) <= s.npo(x), s.pin(p, x) + s.pin(q, x) <= s.npin(x)),
-            ),
-        )
-    ]
-
-
-Invariant = Callable[[Machine, StateSort, TState, Over], Term]
-
-INVARIANTS: Mapping[str, Invariant] = {
-    "chunks_consistent": _chunks_consistent,
-    "pins_have_owners": _pins_have_owners,
-    "owners_have_pins": _owners_have_pins,
-    "one_pending_owner": _one_pending_owner,
-    "pending_owners_live": _pending_owners_live,
-    "no_stale_write": _no_stale_write,
-    "hits_stay_resident": _hits_stay_resident,
-}
-"""The key relations, by the registry's names (`model.tiering_invariants`); the
-inductive invariant is their conjunction."""
 
 
 # ------------------------------------------------------------------ the steps
@@ -492,7 +321,7 @@ def _whole(m: Machine, ss: StateSort, rule: ChunkRule, pre: TState) -> Step:
 def _hold(m: Machine, ss: StateSort, pre: TState) -> list[Step]:
     """A lookup hold: reports a readable key HIT (`lookup`), or closes (`close`)."""
     k0 = z3.Const("k0", key_sort())
-    is_readable = z3.Or(*[_is(ss, pre, k0, st) for st in readable(m)], False)
+    is_readable = z3.Or(*[is_state(ss, pre, k0, st) for st in readable(m)], False)
     lookup = replace(pre, hit=_set_key(pre.hit, k0, z3.Or(pre.hit(k0), is_readable)))
     close = replace(pre, hit=lambda _k: z3.BoolVal(False))
     return [
@@ -511,40 +340,6 @@ def steps(m: Machine, rules: Sequence[ChunkRule], pre: TState) -> list[Step]:
         else:
             out.extend(_one_key(m, ss, rule, pre))
     return out + _hold(m, ss, pre)
-
-
-# ------------------------------------------------------------------ step claims
-
-
-def _only_idle_evicted(m: Machine, ss: StateSort, step: Step, q: Over = EVERY) -> Term | None:
-    """An evicted chunk was READY: idle, unpinned, no pending owner."""
-    del m, q
-    if step.rule is None or step.rule.event is not ChunkEvent.EVICT:
-        return None
-    k, pre = step.key, step.pre
-    return z3.And(_is(ss, pre, k, CpuState.READY), pre.npin(k) == 0, pre.npo(k) == 0)
-
-
-def _reset_left_nothing(m: Machine, ss: StateSort, step: Step, q: Over = EVERY) -> Term | None:
-    """After a reset: no resident chunk, no owner or pin, no party's claim or pin."""
-    del m
-    if step.rule is None or step.rule.event is not ChunkEvent.RESET:
-        return None
-    s = step.post
-    return z3.And(
-        q.key(lambda x: z3.And(_is(ss, s, x, CpuState.ABSENT), s.npo(x) == 0, s.npin(x) == 0)),
-        q.pair(lambda p, x: z3.And(s.claim(p, x) == 0, s.live(p, x) == 0)),
-    )
-
-
-StepClaim = Callable[[Machine, StateSort, Step, Over], Term | None]
-
-STEP_CLAIMS: Mapping[str, StepClaim] = {
-    "only_idle_evicted": _only_idle_evicted,
-    "reset_left_nothing": _reset_left_nothing,
-}
-"""Claims of one step (None: not about that step): the registry's log invariant
-`only_idle_evicted` and the reset's postcondition `reset_left_nothing`."""
 
 
 # ------------------------------------------------------------------ rendering

@@ -1,6 +1,7 @@
 """The tiering key relations proved inductive over unboundedly many keys and parties.
 
-The encoding is `proofs.z3.tiering` (steps from `CHUNK_RULES` and the CPU table's rows).
+The encoding is `proofs.z3.tiering` (steps from `CHUNK_RULES` and the CPU table's rows),
+the relations `proofs.z3.tiering_relations`.
 Three checks, each a `refute_claims` query per step (so each query's assumptions are
 checked satisfiable: every row fires from some state satisfying the invariant, or the
 record is `vacuous`):
@@ -27,16 +28,12 @@ from evictable.model.tiering_chunk import WHOLE_CACHE, ChunkRule
 from evictable.proofs.base.records import Outcome, Status, proved
 from evictable.proofs.z3.encode import state_sort
 from evictable.proofs.z3.solver import refute_claims
-from evictable.proofs.z3.tiering import (
+from evictable.proofs.z3.tiering import Step, fresh_state, initial_state, render, steps
+from evictable.proofs.z3.tiering_relations import (
     EVERY,
     INVARIANTS,
     STEP_CLAIMS,
-    Step,
     at_some,
-    fresh_state,
-    initial_state,
-    render,
-    steps,
     sum_facts,
 )
 

@@ -17,12 +17,13 @@ from evictable.proofs.controls.tiering_rules import RULE_CONTROLS, broken_rules
 from evictable.proofs.obligations import registry, z3_tiering
 from evictable.proofs.z3.encode import state_sort
 from evictable.proofs.z3.solver import evidenced
-from evictable.proofs.z3.tiering import INVARIANTS, STEP_CLAIMS, fresh_state, steps
+from evictable.proofs.z3.tiering import fresh_state, steps
 from evictable.proofs.z3.tiering_proofs import (
     check_consecution,
     check_initiation,
     check_step_claim,
 )
+from evictable.proofs.z3.tiering_relations import INVARIANTS, STEP_CLAIMS
 from tests.obligation_checks import BACKSTOP_S
 
 GROUP = "evictable.proofs.obligations.z3_tiering"

@@ -1,26 +1,26 @@
 """The tiering lifecycles as data: the one source of truth of `model.tiering`.
 
 A primary chunk's lifecycle is the CPU table (`model.lifecycle.CPU_MACHINE`) with owners:
-`CHUNK_RULES` says, for each thing the orchestrator does to a chunk, which CPU event it
-makes (the ref count, the evictable flag and the refusals all come from that table) and
-what happens to the chunk's pending owner and pin owners. The other lifecycles are phase
-tables in one small vocabulary (`PhaseTable`): a secondary tier's copy of a key, a tier
-job (a promotion is STAGED before it is a job), a request, an asynchronous lookup probe
-and a peer's lookup at a serving tier.
+`CHUNK_RULES` (declared in `model.tiering_chunk`, re-exported here) says, for each thing
+the orchestrator does to a chunk, which CPU event it makes (the ref count, the evictable
+flag and the refusals all come from that table), who may make it and what happens to the
+chunk's pending owner and pin owners and to the acting party's claims. The other
+lifecycles are phase tables in one small vocabulary (`PhaseTable`): a secondary tier's
+copy of a key, a tier job (a promotion is STAGED before it is a job), a request, an
+asynchronous lookup probe and a peer's lookup at a serving tier.
 
-Every table is validated when this module is imported (`validate_phases`, and
-`model.machine.validate` for the CPU table): every state reachable from an initial
-state, no trap state (from every state an initial or a declared final state is
-reachable), and every (state, event) pair exactly one of: one or more transitions (told
-apart by their `case`), a named rejection, or a tolerated no-op. `step_phase` is the one
-way `model.tiering` changes a phase; docs/spec.md shows the tables and their diagrams,
-generated from here.
+Every table is validated when this module is imported (`validate_phases`;
+`model.tiering_chunk.validate_chunk_rules` and `model.machine.validate` for the chunk):
+every state reachable from an initial state, no trap state (from every state an initial
+or a declared final state is reachable), and every (state, event) pair exactly one of:
+one or more transitions (told apart by their `case`), a named rejection, or a tolerated
+no-op. `step_phase` is the one way `model.tiering` changes a phase; docs/spec.md shows
+the tables and their diagrams, generated from here.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 
 from evictable.model.errors import (
     DuplicateRequestError,
@@ -29,7 +29,15 @@ from evictable.model.errors import (
     UnknownJobError,
     UnknownRequestError,
 )
-from evictable.model.lifecycle import CPU_MACHINE, CpuEvent, TableError
+from evictable.model.tiering_chunk import (
+    CHUNK_RULES,
+    ChunkEvent,
+    ChunkGuard,
+    ChunkRule,
+    OnChunk,
+    OnParty,
+    chunk_rule,
+)
 from evictable.model.tiering_phases import (
     Move,
     Noop,
@@ -56,11 +64,14 @@ __all__ = [
     "PROFILE_DIFFERENCES",
     "REQUEST_TABLE",
     "ChunkEvent",
+    "ChunkGuard",
     "ChunkRule",
     "CopyEvent",
     "JobEvent",
     "Move",
     "Noop",
+    "OnChunk",
+    "OnParty",
     "PeerEvent",
     "PhaseTable",
     "ProbeEvent",
@@ -70,104 +81,6 @@ __all__ = [
     "step_phase",
     "validate_phases",
 ]
-
-# ------------------------------------------------------------------ the primary chunk
-
-
-class ChunkEvent(enum.Enum):
-    """What the orchestrator does to one primary chunk."""
-
-    GPU_STORE = "gpu_store"
-    STAGE_PROMOTION = "stage_promotion"
-    SUBMIT_PROMOTION = "submit_promotion"
-    COMMIT = "commit"
-    ABORT = "abort"
-    PIN = "pin"
-    UNPIN = "unpin"
-    EVICT = "evict"
-    RESET = "reset"
-
-
-@dataclass(frozen=True)
-class ChunkRule:
-    """One chunk event: the CPU table's event it makes (None: the chunk's lifecycle state
-    and ref count do not change), who may make it, and what it does to the owners."""
-
-    event: ChunkEvent
-    cpu: CpuEvent | None
-    who: str
-    owners: str
-
-
-CHUNK_RULES: tuple[ChunkRule, ...] = (
-    ChunkRule(
-        ChunkEvent.GPU_STORE,
-        CpuEvent.STORE_BEGIN,
-        "`store` of request r, for an ABSENT key",
-        "pending owner := GpuStore(r)",
-    ),
-    ChunkRule(
-        ChunkEvent.STAGE_PROMOTION,
-        CpuEvent.STORE_BEGIN,
-        "a lookup of request r that misses the primary and hits tier t",
-        "pending owner := StagedPromotion(t, r)",
-    ),
-    ChunkRule(
-        ChunkEvent.SUBMIT_PROMOTION,
-        None,
-        "the end of the step, for the chunks staged by (t, r)",
-        "pending owner StagedPromotion(t, r) → SubmittedPromotion(job)",
-    ),
-    ChunkRule(
-        ChunkEvent.COMMIT,
-        CpuEvent.STORE_COMMIT,
-        "its pending owner only: a successful `complete_store` of r (GpuStore(r)), or "
-        "its promotion job processed with the key written",
-        "pending owner cleared; a completion by anyone else is ignored",
-    ),
-    ChunkRule(
-        ChunkEvent.ABORT,
-        CpuEvent.STORE_ABORT,
-        "its pending owner only: a failed store, a promotion whose key failed, or whose "
-        "submit raised",
-        "pending owner cleared; the slot is freed",
-    ),
-    ChunkRule(
-        ChunkEvent.PIN,
-        CpuEvent.LOAD_BEGIN,
-        "a scan's hits (GpuLoad(r)), a cascade job (Cascade(job)), a peer's hits (PeerStore(job))",
-        "pins += the owner",
-    ),
-    ChunkRule(
-        ChunkEvent.UNPIN,
-        CpuEvent.LOAD_END,
-        "`complete_load` of r, or its job processed (any outcome)",
-        "pins -= the owner (it must hold one)",
-    ),
-    ChunkRule(
-        ChunkEvent.EVICT,
-        CpuEvent.EVICT,
-        "an allocation that needs room (a store, or a promotion)",
-        "never a key the allocation protects: its own keys, and in a lookup hold every "
-        "key reported HIT in that hold",
-    ),
-    ChunkRule(
-        ChunkEvent.RESET,
-        CpuEvent.RESET,
-        "`reset`, after the tiers drained",
-        "owners and pins dropped with their jobs, staged promotions and loads",
-    ),
-)
-"""The primary chunk's lifecycle: the CPU table's rows, with owners."""
-
-
-def chunk_rule(event: ChunkEvent) -> ChunkRule:
-    """The rule of one chunk event."""
-    for rule in CHUNK_RULES:
-        if rule.event is event:
-            return rule
-    raise TableError(f"no chunk rule for {event}")
-
 
 # ------------------------------------------------------------ a tier's copy of a key
 
@@ -492,15 +405,5 @@ PHASE_TABLES: tuple[PhaseTable, ...] = (
 )
 
 
-def _validate_chunk_rules() -> None:
-    events = [r.event for r in CHUNK_RULES]
-    if sorted(e.value for e in events) != sorted(e.value for e in ChunkEvent):
-        raise TableError("chunk: every chunk event needs exactly one rule")
-    for rule in CHUNK_RULES:
-        if rule.cpu is not None and rule.cpu not in CPU_MACHINE.events:
-            raise TableError(f"chunk: {rule.event.value} names an unknown CPU event")
-
-
-_validate_chunk_rules()
 for _table in PHASE_TABLES:
     validate_phases(_table)

@@ -39,11 +39,18 @@ def _cell(text: str) -> str:
 
 
 def chunk_rules_table() -> str:
-    """Markdown: chunk event | CPU table's event | who may make it | owners."""
-    rows = ["| event | CPU event | who may make it | owners |", "|---|---|---|---|"]
+    """Markdown: chunk event | CPU table's event | who may make it | owners, and the
+    rule's data (guard, on the chunk, on the party) the Z3 proofs are built from."""
+    rows = [
+        "| event | CPU event | who may make it | owners | guard | on the chunk | on the party |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in CHUNK_RULES:
         cpu = f"`{r.cpu.value}`" if r.cpu is not None else "— (state unchanged)"
-        rows.append(f"| `{r.event.value}` | {cpu} | {_cell(r.who)} | {_cell(r.owners)} |")
+        rows.append(
+            f"| `{r.event.value}` | {cpu} | {_cell(r.who)} | {_cell(r.owners)} | "
+            f"{r.guard.value} | {r.on_chunk.value} | {r.on_party.value} |"
+        )
     return "\n".join(rows)
 
 

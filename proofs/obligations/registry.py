@@ -40,6 +40,7 @@ GROUPS: tuple[str, ...] = (
     "evictable.proofs.obligations.explore_gpu",
     "evictable.proofs.obligations.explore_lazy_cursor",
     "evictable.proofs.obligations.explore_lazy_fixed",
+    "evictable.proofs.obligations.z3_tiering",
     "evictable.proofs.obligations.explore_tiering",
     "evictable.proofs.obligations.lockstep_probes",
     "evictable.proofs.obligations.lockstep_queue_probes",

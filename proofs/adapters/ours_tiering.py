@@ -20,7 +20,7 @@ explorer's lock-step partner.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from evictable.impl.manager import CPUOffloadingManager
 from evictable.impl.tiering import TieringManager
@@ -71,20 +71,24 @@ from evictable.model.types import Key
 from evictable.model.validate import check_key, check_keys
 from evictable.proofs.adapters.harness_tier import HarnessTier
 
-__all__ = ["OursTiering", "ours_tiering", "partner"]
+__all__ = ["OursTiering", "ours_tiering", "partner", "partner_of"]
 
 
 class OursTiering:
     """Our orchestrator over harness tiers, as a tiering adapter (module doc)."""
 
-    def __init__(self, config: TieringConfig, policy: str = "lru") -> None:
+    def __init__(
+        self, config: TieringConfig, policy: str = "lru", cls: type[TieringManager] = TieringManager
+    ) -> None:
+        """`cls`: the orchestrator class (ours, or a seeded-bug copy of it)."""
         if not isinstance(config, TieringConfig):
             raise InvalidArgumentError(f"config must be a TieringConfig, got {config!r}")
         self.config = config
         self.peers: list[Peer] = []
         self.tiers = [HarnessTier(i, spec, self.peers) for i, spec in enumerate(config.tiers)]
         self.policy = policy
-        self.m = TieringManager(config.num_slots, self.tiers, policy, trace=True)
+        self.cls = cls
+        self.m = cls(config.num_slots, self.tiers, policy, trace=True)
         self.next_peer = 0
 
     def start(self, snap: TieringSnapshot) -> None:
@@ -110,7 +114,7 @@ class OursTiering:
         for key in order:
             primary.prepare_store([key])
             primary.complete_store([key])
-        self.m = TieringManager(primary=primary, tiers=self.tiers, trace=True)
+        self.m = self.cls(primary=primary, tiers=self.tiers, trace=True)
         for c in snap.copies or ():
             self.tiers[c.tier].copies[c.key] = (CopyState.PRESENT, None)
 
@@ -366,6 +370,15 @@ ours_tiering.evictable_tiering_compare = "state"  # type: ignore[attr-defined]
 
 def partner(snap: TieringSnapshot) -> OursTiering:
     """The explorer's lock-step partner: ours, in the start state `snap`."""
-    made = OursTiering(snap.config)
-    made.start(snap)
-    return made
+    return partner_of(TieringManager)(snap)
+
+
+def partner_of(cls: type[TieringManager]) -> Callable[[TieringSnapshot], OursTiering]:
+    """The lock-step partner made of orchestrator class `cls` (a seeded bug's)."""
+
+    def build(snap: TieringSnapshot) -> OursTiering:
+        made = OursTiering(snap.config, cls=cls)
+        made.start(snap)
+        return made
+
+    return build

@@ -27,8 +27,8 @@ import gc
 import random
 import statistics
 import time
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, cast
 
 from bench.runner import standalone
 from evictable.impl.tiering import PeerParent, TieringManager, TierJob
@@ -50,10 +50,10 @@ class MemoryTier:
     request_level = False
 
     def __init__(self) -> None:
-        self.copies: dict[bytes, bool] = {}
+        self.copies: dict[Hashable, bool] = {}
         self.done: list[tuple[JobId, JobOutcome]] = []
 
-    def lookup(self, k: bytes, req: ReqId) -> TierAnswer:
+    def lookup(self, k: Hashable, req: ReqId) -> TierAnswer:
         return TierAnswer.HIT if k in self.copies else TierAnswer.MISS
 
     def submit_store(self, job: TierJob) -> None:
@@ -102,7 +102,7 @@ class Ours:
 
     def store(self, req: str, keys: list[bytes]) -> list[bytes] | None:
         out = self.m.store(ReqId(req), keys)
-        return None if out is None else list(out.keys_to_store)
+        return None if out is None else cast(list[bytes], out.keys_to_store)
 
     def complete_store(self, req: str, keys: list[bytes]) -> None:
         self.m.complete_store(ReqId(req), keys)

@@ -14,7 +14,7 @@ from evictable.proofs.obligations.registry import collect
 def test_the_tiering_records_are_registered(level: Level) -> None:
     names = {ob.name: ob for ob in collect(level) if "tiering" in ob.name}
     assert {f"explore.tiering.{f}" for f in FAMILIES} <= set(names)
-    assert {"liveness.tiering.scan", "liveness.tiering.peer"} <= set(names)
+    assert {"liveness.tiering.scan", "liveness.tiering.peer", "refine.tiering"} <= set(names)
     for ob in names.values():
         assert ob.kind is Kind.EXPLORED
         assert "key" in ob.bounds and "primary slot" in ob.bounds and "tiers:" in ob.bounds

@@ -48,6 +48,7 @@ BENCHMARKS: tuple[tuple[str, str, str], ...] = (
     ("lazy", "bench.bench_lazy", "run"),
     ("explore", "bench.bench_explore", "run"),
     ("tiering", "bench.bench_tiering", "run"),
+    ("tiering_impl", "bench.bench_tiering_impl", "run"),
 )
 """(name, module, function): each benchmark, in the order they run."""
 

@@ -144,6 +144,12 @@ class CPUOffloadingManager:
         """Number of PENDING blocks (store in flight). Complexity: O(1)."""
         return self._num_pending
 
+    @property
+    def num_free(self) -> int:
+        """Number of slots no block holds (never used, or freed). Complexity: O(1)."""
+        slots = self._slots
+        return slots.capacity - slots.high_water + len(slots.freed)
+
     def lookup(self, key: Key) -> LookupResult:
         """MISS (absent), HIT_PENDING (store in flight) or HIT. No side effect.
 

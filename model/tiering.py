@@ -293,10 +293,10 @@ class ModelTiering(Orchestrator):
         self.jobs.clear()  # spec: what no tier reported fails with the reset
         self.staged.clear()
         for r in self.requests.values():
+            r.loads.clear()  # a finalised request's loads too: the reset cancelled them
             if r.phase is RequestPhase.FINALISED:
                 continue
             r.stores.clear()
-            r.loads.clear()
             r.parked.clear()
             r.store_calls = 0
             if r.phase is RequestPhase.FINISHED:

@@ -434,6 +434,8 @@ def canonical(world: World, bounds: TieringBounds) -> tuple[World, Renaming]:
     rest = _tier_only_keys(s, keys)
     for k in sorted(rest, key=lambda k: rest[k]):
         see_key(k)
+    for k in keys_of(bounds):  # the keys the state does not name: a permutation all the same
+        see_key(k)
     jobs = {j: i for i, j in enumerate(_job_ids(s))}
     n = Renaming(keys, jobs, reqs)
     if _identity(n) and s.next_job == len(jobs) and not s.log:

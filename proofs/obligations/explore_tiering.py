@@ -14,14 +14,25 @@ tier completions and no new input). Its control: `LazyFlush` (or `StagedNotPendi
 with an idle engine) and vLLM 0.33's profile must each yield a lasso (vLLM's is the
 livelock of a prefix longer than the primary, or a promotion staged by a poll round
 never submitted).
+
+`refine.tiering`: our orchestrator (`evictable.impl.tiering.TieringManager`, over the
+harness tiers of `proofs.adapters.ours_tiering`) in lock-step with the `spec` model on
+every edge of the `quick` worlds of the families `REFINE_FAMILIES` names per level (the
+lock-step replays each state's path on ours: the `default` worlds would cost two
+minutes): the same answers, the same exception types and the same
+snapshots after every call and event. Since the graphs are equal, the model's safety
+and liveness verdicts are ours. Its control: `OursForgetsHits` (ours with the hold's
+HITs unprotected) must diverge.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from evictable.impl.tiering import TieringManager
 from evictable.model.tiering import ModelTiering
 from evictable.model.tiering_types import Profile
+from evictable.proofs.adapters.ours_tiering import partner_of
 from evictable.proofs.base.levels import Level
 from evictable.proofs.base.records import (
     Kind,
@@ -32,6 +43,7 @@ from evictable.proofs.base.records import (
     proved,
     refuted,
 )
+from evictable.proofs.controls.ours_tiering import OURS_BREAKERS
 from evictable.proofs.controls.tiering import (
     LIVENESS_BREAKERS,
     SAFETY_BREAKERS,
@@ -44,7 +56,7 @@ from evictable.proofs.explore.tiering_bounds import FAMILIES, WORLDS
 from evictable.proofs.explore.tiering_moves import Edge, edge_props
 from evictable.proofs.explore.tiering_world import TieringBounds
 
-__all__ = ["CONTROLS", "LIVENESS_CONTROLS", "obligations"]
+__all__ = ["CONTROLS", "LIVENESS_CONTROLS", "REFINE_FAMILIES", "obligations"]
 
 VLLM = "vllm-0.33"
 
@@ -62,6 +74,14 @@ LIVENESS_CONTROLS: dict[str, tuple[str, ...]] = {
     "peer": ("staged_not_pending", VLLM),
 }
 """Per family with a liveness record, the orchestrators whose lasso it must find."""
+
+REFINE_FAMILIES: dict[str, tuple[str, ...]] = {
+    "quick": ("scan", "peer", "faults", "async"),
+    "default": ("scan", "peer", "faults", "stale", "async"),
+    "thorough": ("scan", "peer", "faults", "stale", "async"),
+}
+"""Per level, the families whose `quick` worlds `refine.tiering` replays ours on
+(`stale` costs three times the rest together)."""
 
 _GRAPHS: dict[TieringBounds, Result[Edge]] = {}
 """The `spec` graphs with their edges, shared by a family's two records (one batch)."""
@@ -155,6 +175,25 @@ def _lasso(worlds: tuple[TieringBounds, ...], name: str) -> Callable[[float], Ou
     return check
 
 
+def _ours(worlds: tuple[TieringBounds, ...], name: str | None) -> Callable[[float], Outcome]:
+    """Ours (or the seeded bug `name`) in lock-step with the spec model on every edge."""
+    cls = TieringManager if name is None else OURS_BREAKERS[name]
+
+    def check(_backstop_s: float) -> Outcome:
+        figures = []
+        for bounds in worlds:
+            run = explore(bounds, Profile.SPEC, partner=partner_of(cls))
+            if run.found is not None:
+                lines = trace_lines(bounds, Profile.SPEC, run.path)
+                return refuted("\n".join([bounds.describe(), run.found.reason, *lines]))
+            if not run.complete:
+                return Outcome(Status.UNKNOWN, f"state bound reached: {_figures(run)}")
+            figures.append(_figures(run))
+        return proved("; ".join(figures) + "; every edge agreed")
+
+    return check
+
+
 def _every(
     controls: list[tuple[str, Callable[[float], Outcome]]],
 ) -> Callable[[float], Outcome]:
@@ -213,4 +252,21 @@ def obligations(level: Level) -> list[Obligation]:
                 batch=f"tiering.{family}",
             )
         )
+    worlds = tuple(b for fam in REFINE_FAMILIES[level] for b in WORLDS["quick"][fam])
+    out.append(
+        Obligation(
+            name="refine.tiering",
+            statement=(
+                "our orchestrator (impl.tiering over harness tiers) answers, raises and "
+                "moves as the spec model on every edge of the explored worlds"
+            ),
+            check=_ours(worlds, None),
+            negative=_ours(worlds, "ours_forgets_hits"),
+            negative_statement="ours_forgets_hits (the hold's HITs unprotected) diverges",
+            tags=("explore", "tiering", "refine"),
+            kind=Kind.EXPLORED,
+            bounds=_describe(worlds),
+            batch="tiering.ours",
+        )
+    )
     return out

@@ -15,7 +15,7 @@ def test_the_tiering_records_are_registered(level: Level) -> None:
     explored = ("explore.tiering.", "liveness.tiering.")  # tiering.* are the Z3 records
     names = {ob.name: ob for ob in collect(level) if ob.name.startswith(explored)}
     assert {f"explore.tiering.{f}" for f in FAMILIES} <= set(names)
-    assert {"liveness.tiering.scan", "liveness.tiering.peer"} <= set(names)
+    assert {"liveness.tiering.scan", "liveness.tiering.peer", "refine.tiering"} <= set(names)
     for ob in names.values():
         assert ob.kind is Kind.EXPLORED
         assert "key" in ob.bounds and "primary slot" in ob.bounds and "tiers:" in ob.bounds

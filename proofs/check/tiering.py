@@ -182,7 +182,7 @@ class _Walk:
                 kind=CLASS_KIND.get(cls, Kind.INVARIANT),
                 engine=f"tiering lock-step ({self.name})",
                 reason=reason,
-                trace="\n".join(self.lines),
+                trace="\n".join([f"bounds = {self.bounds!r}", *self.lines]),
                 snippet="\n".join(body),
                 calls=len(self.lines),
             )

@@ -63,6 +63,8 @@ DYNAMIC_SITES: dict[str, str] = {
     "impl.policies.factory": "imports a built-in policy named in its table of literals",
     "testing": "lazy attributes of the public face: homes named in its own table of literals",
     "vllm": "the public vLLM face: homes named in its own table of literals",
+    "proofs.adapters.sglang.torchvision_stub": "imports torchvision (a third-party "
+    "package, never a module of this project) to see whether the real one works",
     "vllm_checked": "imports the policy class a user names in the vLLM config (the face; "
     "no group imports it)",
 }

@@ -214,7 +214,7 @@ def test_verify_group_runs_only_the_named_groups(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     for name, obs in (
-        ("fake.kept", [_ob("kept.one", lambda t: proved())]),
+        ("fake.kept", [_ob("kept.one", _z3())]),
         ("fake.left", [_ob("left.one", lambda t: refuted("x"))]),
     ):
         mod = types.ModuleType(name)

@@ -25,6 +25,8 @@ def test_the_claim_holds_and_its_control_is_refuted(name: str) -> None:
     assert "states" in claim.detail
     control = run_control(ob)
     assert control.status is Status.REFUTED, control.counterexample or control.detail
+    if name == "refine.tiering":  # one control: our orchestrator with a seeded break
+        return
     assert control.counterexample.count("\n") + 1 == len(
         (LIVENESS_CONTROLS if name.startswith("liveness") else CONTROLS)[name.split(".")[-1]]
     )

@@ -63,6 +63,8 @@ __all__ = [
 _LAZY = {
     "EvictableChecked": "evictable.vllm_checked",
     "CheckedOffloadingSpec": "evictable.vllm_spec",
+    "EvictableTieringSpec": "evictable.vllm_tiering",
+    "EvictableTieringManager": "evictable.vllm_tiering",
 }
 
 

@@ -304,6 +304,8 @@ class EvictableTieringManager(OffloadingManager):  # type: ignore[misc]
 class EvictableTieringSpec(TieringOffloadingSpec):  # type: ignore[misc]
     """vLLM's tiering spec whose manager is our orchestrator (module doc)."""
 
+    _manager: Any  # vLLM's spec's own cache of the manager it built
+
     def get_manager(self) -> Any:
         if self._manager:
             return self._manager

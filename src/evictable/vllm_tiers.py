@@ -58,7 +58,7 @@ END_OF_STEP = ScheduleEndContext(new_req_ids=(), preempted_req_ids=())
 
 def answer_of(result: object) -> TierAnswer:
     """A tier's `LookupResult` as our `TierAnswer` (anything else: MISS)."""
-    return _ANSWERS.get(result, TierAnswer.MISS)  # type: ignore[call-overload]
+    return _ANSWERS.get(result, TierAnswer.MISS)
 
 
 def lookup_result(answer: TierAnswer) -> Any:

@@ -387,10 +387,11 @@ def test_a_prefix_longer_than_the_primary_answers_on_ours_only(side: str) -> Non
         with m.lock:
             end_step(m)
         reader = ReqContext(req_id="reader")
-        answers = []
+        answers: list[int | None] = []
+        with m.lock:
+            m.on_new_request(reader)
         for _ in range(20):
             with m.lock:
-                m.on_new_request(reader) if not answers else None
                 answers.append(leading_hits(m, keys(range(3)), reader))
                 end_step(m)
         if side == "vllm":

@@ -28,8 +28,7 @@ class PolicyView:
     @property
     def chunks(self) -> dict[Any, Any]:
         return {
-            b.key: SimpleNamespace(ref_cnt=b.ref_cnt)
-            for b in self.m.orch.primary.snapshot().blocks
+            b.key: SimpleNamespace(ref_cnt=b.ref_cnt) for b in self.m.orch.primary.snapshot().blocks
         }
 
     def get(self, key: Any) -> Any:
@@ -74,7 +73,9 @@ class VllmShaped:
     @property
     def _req_state(self) -> dict[str, Any]:
         return {
-            str(q): r for q, r in self.m.orch.requests.items() if r.phase is not RequestPhase.FINALISED
+            str(q): r
+            for q, r in self.m.orch.requests.items()
+            if r.phase is not RequestPhase.FINALISED
         }
 
     @property

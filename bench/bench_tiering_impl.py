@@ -194,7 +194,8 @@ def _makers() -> tuple[dict[str, Callable[[int, int], Any]], str | None]:
     try:
         import vllm  # noqa: F401
     except ImportError as exc:
-        return makers, f"vLLM is not installed here ({exc.name}): run with the interop venv's python"
+        why = f"vLLM is not installed here ({exc.name}): run with the interop venv's python"
+        return makers, why
     makers["vllm"] = Vllm
     makers["ours_in_vllm"] = VllmInside
     return makers, None
@@ -294,12 +295,14 @@ class Scheduler:
 
 
 def _point(slots: int, tiers: int, pinned: float, steps: int, rounds: int) -> dict[str, Any]:
-    built, why = _makers()
-    makers = {name: (lambda m=m: m(slots, tiers)) for name, m in built.items()}
+    makers, why = _makers()
     per_step: dict[str, list[float]] = {name: [] for name in makers}
     answers: dict[str, Any] = {}
     for r in range(rounds):
-        sides = {name: Scheduler(make(), slots, pinned, seed=r) for name, make in makers.items()}
+        sides = {
+            name: Scheduler(make(slots, tiers), slots, pinned, seed=r)
+            for name, make in makers.items()
+        }
         spent = dict.fromkeys(sides, 0.0)
         gc.collect()
         for _ in range(steps):

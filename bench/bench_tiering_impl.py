@@ -169,6 +169,71 @@ class Vllm:
         self.m.on_schedule_end(self.end)
 
 
+class VllmInside(Vllm):
+    """Our orchestrator inside vLLM: vLLM's spec loader selects `EvictableTieringSpec`
+    (`evictable.vllm`), driven as vLLM's connector drives a manager, each scan inside
+    one hold of the manager's lock (the connector holds it for the whole step)."""
+
+    def __init__(self, slots: int, tiers: int) -> None:
+        super().__init__(1, 0)  # the vLLM names only; the manager is replaced below
+        self.m.shutdown()
+        from evictable.proofs.adapters.vllm.tiering_build import offloading_config
+        from evictable.vllm_tiering import EvictableTieringSpec
+
+        config = offloading_config(slots, [{"type": "example"} for _ in range(tiers)])
+        self.m = EvictableTieringSpec(config).get_manager()
+
+    def scan(self, req: str, keys: list[bytes]) -> int | None:
+        with self.m.lock:
+            return super().scan(req, keys)
+
+
+def _makers() -> tuple[dict[str, Callable[[int, int], Any]], str | None]:
+    """The sides this venv can build, and why vLLM's are missing (None: present)."""
+    makers: dict[str, Callable[[int, int], Any]] = {"ours": Ours}
+    try:
+        import vllm  # noqa: F401
+    except ImportError as exc:
+        why = f"vLLM is not installed here ({exc.name}): run with the interop venv's python"
+        return makers, why
+    makers["vllm"] = Vllm
+    makers["ours_in_vllm"] = VllmInside
+    return makers, None
+
+
+def long_prefix(slots: int, length: int, limit: int) -> dict[str, Any]:
+    """Steps until a prefix longer than the primary answers: `length` chunks stored one
+    request each (the primary keeps the last `slots`, one tier keeps them all), then a
+    request scans the whole prefix once a step until the scan answers a number (or
+    `limit` steps: "never within N steps")."""
+    makers, why = _makers()
+    out: dict[str, Any] = {"slots": slots, "prefix": length, "limit": limit}
+    prefix = [key(5 * 10**9 + i) for i in range(length)]
+    for name, make in makers.items():
+        side = make(slots, 1)
+        for i, k in enumerate(prefix):
+            side.new(f"w{i}")
+            side.complete_store(f"w{i}", side.store(f"w{i}", [k]) or [])
+            side.finish(f"w{i}")
+            side.end_step()
+        side.end_step()
+        side.end_step()
+        side.new("reader")
+        got: dict[str, Any] = {"steps": f"never within {limit} steps", "answer": None}
+        for step in range(1, limit + 1):
+            n = side.scan("reader", prefix)
+            side.end_step()
+            if n is not None:
+                got = {"steps": step, "answer": n}
+                break
+        out[name] = got
+        if hasattr(side.m, "shutdown") and name != "ours":
+            side.m.shutdown()
+    if why:
+        out["vllm"] = why
+    return out
+
+
 class Scheduler:
     """The workload on one orchestrator (see the module doc)."""
 
@@ -230,18 +295,14 @@ class Scheduler:
 
 
 def _point(slots: int, tiers: int, pinned: float, steps: int, rounds: int) -> dict[str, Any]:
-    makers: dict[str, Callable[[], Any]] = {"ours": lambda: Ours(slots, tiers)}
-    why = None
-    try:
-        import vllm  # noqa: F401
-
-        makers["vllm"] = lambda: Vllm(slots, tiers)
-    except ImportError as exc:
-        why = f"vLLM is not installed here ({exc.name}): run with the interop venv's python"
+    makers, why = _makers()
     per_step: dict[str, list[float]] = {name: [] for name in makers}
     answers: dict[str, Any] = {}
     for r in range(rounds):
-        sides = {name: Scheduler(make(), slots, pinned, seed=r) for name, make in makers.items()}
+        sides = {
+            name: Scheduler(make(slots, tiers), slots, pinned, seed=r)
+            for name, make in makers.items()
+        }
         spent = dict.fromkeys(sides, 0.0)
         gc.collect()
         for _ in range(steps):
@@ -260,6 +321,9 @@ def _point(slots: int, tiers: int, pinned: float, steps: int, rounds: int) -> di
         ratios = [v / o for v, o in zip(per_step["vllm"], per_step["ours"], strict=True)]
         out["ratio"] = round(statistics.median(ratios), 2)
         out["ratio_spread"] = [round(min(ratios), 2), round(max(ratios), 2)]
+        inside = [v / o for v, o in zip(per_step["vllm"], per_step["ours_in_vllm"], strict=True)]
+        out["ratio_inside"] = round(statistics.median(inside), 2)
+        out["ratio_inside_spread"] = [round(min(inside), 2), round(max(inside), 2)]
     else:
         out["vllm"] = why
     return out
@@ -272,11 +336,17 @@ def run(quick: bool) -> dict[str, Any]:
         grid += [(65536, 1, 0.0), (65536, 1, 0.9)]
     steps, rounds = (30, 1) if quick else (200, 3)
     points = [_point(s, t, p, steps, rounds) for s, t, p in grid]
+    limit = 50 if quick else 200
+    prefixes = [long_prefix(s, n, limit) for s, n in ((8, 12), (64, 96))]
     return {
         "points": points,
+        "long_prefix": prefixes,
         "notes": [
             "ratio = vLLM's CPU seconds per step / ours (> 1: ours is cheaper), median of "
             "rounds, spread min..max; both sides interleaved step by step in one process",
+            "ratio_inside = vLLM's per step / ours inside vLLM (EvictableTieringSpec, the "
+            "connector's per-key lookups under the manager's lock)",
+            "long_prefix: steps until a scan of a prefix longer than the primary answers",
         ],
     }
 

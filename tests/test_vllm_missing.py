@@ -20,6 +20,8 @@ MODULES = (
     "evictable.vllm_arc",
     "evictable.vllm_checked",
     "evictable.vllm_spec",
+    "evictable.vllm_tiers",
+    "evictable.vllm_tiering",
 )
 
 

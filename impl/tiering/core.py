@@ -121,6 +121,9 @@ class TieringCore:
         self.tier_errors = 0
         self.hold: list[Key] | None = None
         """The keys reported HIT in the open lookup hold (None: no hold open)."""
+        self.region = False
+        """A caller-wide hold is open (`TieringManager.open_region`): the hold spans
+        calls until `close_region`."""
         self.log: list[Micro] | None = [] if trace else None
         """The record of the last call (`TieringSnapshot.log`), when tracing."""
 
@@ -130,7 +133,20 @@ class TieringCore:
         """A call starts: its record afresh. Complexity: O(1)."""
         if self.log is not None:
             self.log.clear()
-        self.hold = None
+        if not self.region:
+            self.hold = None
+
+    def hold_start(self) -> None:
+        """A lookup hold opens (inside a region, the region's hold goes on).
+        Complexity: O(1)."""
+        if not self.region:
+            self.hold = []
+
+    def hold_end(self) -> None:
+        """A lookup hold closes (inside a region, at the region's end).
+        Complexity: O(1)."""
+        if not self.region:
+            self.hold = None
 
     def note(self, entry: Micro) -> None:
         """Append to the call's record when tracing. Complexity: O(1)."""
@@ -285,7 +301,11 @@ class TieringCore:
         room. Complexity: O(1 + victims + the hold's HITs when it evicts)."""
         batch = [key]
         if self.hold and self.primary.num_free < 1:
-            batch.extend(k for k in dict.fromkeys(self.hold) if k != key)
+            held = dict.fromkeys(self.hold)
+            if self.region:  # a region's HITs may have left since (a GPU store evicted)
+                look = self.primary.lookup
+                held = {k: None for k in held if look(k) is LookupResult.HIT}
+            batch.extend(k for k in held if k != key)
         out = self.primary.prepare_store(batch)
         if out is None or not out.keys_to_store:
             return False

@@ -173,7 +173,7 @@ class TieringManager(TieringCore):
                 raise RequestFinishedError(r.req, "a finished request is not scanned")
             seq, _ = check_keys(keys)
             self.begin()
-            self.hold = []
+            self.hold_start()
             self.note(Micro(MicroKind.OPEN, who=r.req))
             try:
                 hits, later = 0, False
@@ -194,8 +194,68 @@ class TieringManager(TieringCore):
                         loads[key] = loads.get(key, 0) + 1
             finally:
                 self.note(Micro(MicroKind.CLOSE, who=r.req))
-                self.hold = None
+                self.hold_end()
             return result
+
+    # ------------------------------------------------------------ per-key calls
+    # (an engine whose scheduler scans key by key inside its own lock region, as
+    # vLLM's connector does: `evictable.vllm_tiering`)
+
+    def open_region(self) -> None:
+        """A caller-wide lookup hold opens (the caller holds `lock` until
+        `close_region`): every key `lookup_key` reports HIT is kept resident against
+        promotions until the region closes. Idempotent. Complexity: O(1)."""
+        with self.lock:
+            if not self.region:
+                self.region = True
+                self.hold = []
+
+    def close_region(self) -> None:
+        """The caller-wide hold closes. Idempotent. Complexity: O(1)."""
+        with self.lock:
+            self.region = False
+            self.hold = None
+
+    def lookup_key(self, req: ReqId, key: Key) -> TierAnswer:
+        """One lookup of an ACTIVE request's key in the open hold (a region's, else a
+        hold of its own): HIT, HIT_PENDING (a tier's HIT promoted, or a write in
+        flight), RETRY or MISS; a promotion never evicts a key the hold reported HIT.
+        Pre: as `scan`. Complexity: O(T) plus a promotion's."""
+        with self.lock:
+            self.open("lookup_key")
+            r = self.known(req)
+            if r.phase is not RequestPhase.ACTIVE:
+                raise RequestFinishedError(r.req, "a finished request is not looked up")
+            check_keys([key])
+            self.begin()
+            self.hold_start()
+            try:
+                return self.lookup(key, r.req, -1)
+            finally:
+                self.hold_end()
+
+    def load(self, req: ReqId, keys: Sequence[Key]) -> list[int]:
+        """Pin `keys` (each READY or LOADING) for the GPU load of a request not
+        finalised; their slots. All or nothing: a key not readable raises the
+        primary's typed error with nothing pinned. Complexity: O(n)."""
+        with self.lock:
+            self.open("load")
+            seq, _ = check_keys(keys)
+            r = self.known(req)
+            self.begin()
+            slots = self.pin(list(seq), GpuLoad(r.req))
+            loads = r.loads
+            for key in seq:
+                loads[key] = loads.get(key, 0) + 1
+            return slots
+
+    def touch(self, keys: Sequence[Key]) -> None:
+        """Mark resident `keys` recently used in the primary's policy.
+        Complexity: O(n)."""
+        with self.lock:
+            self.open("touch")
+            seq, _ = check_keys(keys)
+            self.primary.touch(seq)
 
     def store(self, req: ReqId, keys: Sequence[Key]) -> PrepareStoreOutput | None:
         """Prepare the GPU store of `keys` for a request not finalised (after every
@@ -369,7 +429,7 @@ class TieringManager(TieringCore):
             self.tier_errors += 1
         finally:
             self.serving_now = -1
-            self.hold = None
+            self.hold_end()
 
 
 def _store_owner(req: ReqId) -> GpuStore:
@@ -418,7 +478,7 @@ class Parent:
         if r.origin != self.tier or r.phase is not RequestPhase.ACTIVE:
             raise UnknownRequestError(r.req, "not an active peer request of this tier")
         seq, _ = check_keys(keys)
-        m.hold = []
+        m.hold_start()
         m.note(Micro(MicroKind.OPEN, who=r.req))
         try:
             answers = [m.lookup(key, r.req, self.tier) for key in seq]
@@ -430,8 +490,37 @@ class Parent:
                 job = rec.job
         finally:
             m.note(Micro(MicroKind.CLOSE, who=r.req))
-            m.hold = None
+            m.hold_end()
         return answers, job
+
+    def lookup(self, req: ReqId, key: Key) -> TierAnswer:
+        """One lookup of a peer's ACTIVE request from this tier (this tier excluded),
+        in a hold that lasts until `pin` or the serve's end (for tiers that look keys
+        up one by one, then pin the hits). Complexity: O(T) plus a promotion's."""
+        m = self.check()
+        r = m.known(req)
+        if r.origin != self.tier or r.phase is not RequestPhase.ACTIVE:
+            raise UnknownRequestError(r.req, "not an active peer request of this tier")
+        check_keys([key])
+        if m.hold is None:
+            m.hold = []
+        return m.lookup(key, r.req, self.tier)
+
+    def pin(self, req: ReqId, keys: Sequence[Key]) -> TierJob:
+        """Pin `keys` (reported HIT in this serve's hold, so still readable) in one
+        PEER_STORE job, already submitted; the hold closes. A key not readable raises
+        the primary's typed error with nothing pinned. Complexity: O(n)."""
+        m = self.check()
+        r = m.known(req)
+        if r.origin != self.tier or r.phase is not RequestPhase.ACTIVE:
+            raise UnknownRequestError(r.req, "not an active peer request of this tier")
+        seq, _ = check_keys(keys)
+        try:
+            rec = m.store_job(list(seq), r.req, self.tier, JobKind.PEER_STORE)
+        finally:
+            m.hold_end()
+        rec.phase = _SUBMITTED
+        return rec.job
 
     def finish_request(self, req: ReqId) -> None:
         """The peer's request is answered (or given up): it ends. Complexity: O(T)."""

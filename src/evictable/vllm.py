@@ -31,6 +31,11 @@ hands it, with `cache_policy_module_path`, to
   profile under the safety contract; the first divergence raises (or logs)
   `evictable.errors.MirrorDivergenceError` naming the call, the keys and both states.
 
+* `EvictableTieringSpec` (vLLM's `spec_name` + `spec_module_path`, with vLLM's own
+  `secondary_tiers` entries) is vLLM's tiering spec whose orchestrator is ours
+  (`evictable.impl.tiering.TieringManager`) over vLLM's own secondary tiers
+  (evictable.vllm_tiering, evictable.vllm_tiers).
+
 The modules: this one is the public face (the names vLLM's factories look up);
 `evictable.vllm_base` holds the import guard, the vLLM names they use and the views
 (`ChunkView`, `GhostView`); `evictable.vllm_lru` and `evictable.vllm_arc` the two
@@ -58,11 +63,14 @@ __all__ = [
 
 
 # The checking mode lives in evictable.vllm_checked (EvictableChecked) and
-# evictable.vllm_spec (CheckedOffloadingSpec); both load from here by name, as vLLM's
-# factories look them up, without this module importing them (they import it).
+# evictable.vllm_spec (CheckedOffloadingSpec), our orchestrator in evictable.vllm_tiering
+# (EvictableTieringSpec); each loads from here by name, as vLLM's factories look them
+# up, without this module importing them.
 _LAZY = {
     "EvictableChecked": "evictable.vllm_checked",
     "CheckedOffloadingSpec": "evictable.vllm_spec",
+    "EvictableTieringSpec": "evictable.vllm_tiering",
+    "EvictableTieringManager": "evictable.vllm_tiering",
 }
 
 

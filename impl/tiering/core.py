@@ -63,7 +63,12 @@ _SUBMITTED = JobPhase.SUBMITTED
 
 class JobRecord:
     """A job in flight: the job handed to its tier and its phase (REGISTERED until its
-    submit returns, then SUBMITTED until its report is processed). Complexity: O(1)."""
+    submit returns, then SUBMITTED until its report is processed). Complexity: O(1).
+
+    >>> from evictable.model.tiering_types import JobId, JobKind, ReqId, TierId
+    >>> JobRecord(TierJob(JobId(0), TierId(0), JobKind.CASCADE, ("a",), (0,), ReqId("r"))).phase
+    <JobPhase.REGISTERED: 'registered'>
+    """
 
     __slots__ = ("job", "phase")
 
@@ -76,7 +81,11 @@ class RequestRecord:
     """A request: its phase, the serving tier it came from (`origin`, a peer's), the
     keys its GPU stores still own (`stores`, in order), the pins its loads hold
     (`loads`: key -> count, in order), the keys whose request-level cascade waits for
-    them to settle (`parked`), and its arrival number (`seq`). Complexity: O(1)."""
+    them to settle (`parked`), and its arrival number (`seq`). Complexity: O(1).
+
+    >>> RequestRecord(ReqId("r"), None, 0).phase
+    <RequestPhase.ACTIVE: 'active'>
+    """
 
     __slots__ = ("loads", "origin", "parked", "phase", "req", "seq", "stores")
 
@@ -95,6 +104,10 @@ class TieringCore:
 
     Pre (every method): the caller holds the orchestrator's lock and the arguments are
     validated. Complexity: per method below.
+
+    >>> core = TieringCore(CPUOffloadingManager(2, "lru"), [], trace=False)
+    >>> core.jobs, core.requests, core.primary.num_free
+    ({}, {}, 2)
     """
 
     def __init__(

@@ -89,6 +89,20 @@ class TieringManager(TieringCore):
 
     Pre/post of each call: docs/semantics.md, "Tiered offloading" (profile `spec`).
     Complexity: per call below; n the keys of the call, T the tiers.
+
+    A prefix of three keys held by a tier, two primary slots: the first scan stages
+    promotions ("try later"), the next answers the part that fits.
+
+    >>> from evictable.impl.tiering import MemoryTier
+    >>> tier = MemoryTier()
+    >>> tier.copies.update(["a", "b", "c"])
+    >>> m = TieringManager(2, [tier])
+    >>> m.new_request(ReqId("r"))
+    >>> m.scan(ReqId("r"), ["a", "b", "c"]) is None
+    True
+    >>> m.end_step()
+    >>> m.scan(ReqId("r"), ["a", "b", "c"])
+    2
     """
 
     def __init__(
@@ -438,7 +452,13 @@ def _store_owner(req: ReqId) -> GpuStore:
 
 class Parent:
     """What serving tier `tier` may ask of the orchestrator (`impl.tiering.tiers.
-    PeerParent`), only while the orchestrator serves it. Complexity: per method."""
+    PeerParent`), only while the orchestrator serves it. Complexity: per method.
+
+    >>> from evictable.impl.tiering import MemoryTier
+    >>> m = TieringManager(1, [MemoryTier()])
+    >>> isinstance(m.parents[0], Parent)
+    True
+    """
 
     def __init__(self, owner: TieringManager, tier: int) -> None:
         """Complexity: O(1)."""

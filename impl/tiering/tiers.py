@@ -46,6 +46,11 @@ class TierJob:
     CASCADE, or a PEER_STORE the tier's peer fetches) or writes (a PROMOTION), in
     order; `req` the request it serves. Immutable by convention.
 
+    >>> from evictable.model.tiering_types import JobId, JobKind, ReqId, TierId
+    >>> job = TierJob(JobId(0), TierId(0), JobKind.CASCADE, ("a",), (3,), ReqId("r"))
+    >>> job, job.is_promotion
+    (TierJob(0, tier=0, cascade, ['a']), False)
+
     Complexity: O(1) to build (the tuples are the caller's).
     """
 
@@ -79,7 +84,16 @@ class TierJob:
 
 class PeerParent(Protocol):
     """What a serving tier may ask of the orchestrator during `serve_peers` (each call
-    one step of the orchestrator under its lock, which the serve holds throughout)."""
+    one step of the orchestrator under its lock, which the serve holds throughout).
+    Outside `serve_peers` the handle refuses every call:
+
+    >>> from evictable.impl.tiering import MemoryTier, TieringManager
+    >>> m = TieringManager(1, [MemoryTier()])
+    >>> m.parents[0].open_request(ReqId("peer-1"))
+    Traceback (most recent call last):
+    ...
+    evictable.model.errors.InvalidArgumentError: a tier's parent handle is valid only in serve_peers
+    """
 
     def open_request(self, req: ReqId) -> None:
         """A peer's request arrives at this tier (its origin: never told it ended).
@@ -100,7 +114,14 @@ class PeerParent(Protocol):
 
 
 class SecondaryTier(Protocol):
-    """A secondary tier as the orchestrator drives it (see the module doc)."""
+    """A secondary tier as the orchestrator drives it (see the module doc);
+    `MemoryTier` is the reference one:
+
+    >>> from evictable.impl.tiering import MemoryTier
+    >>> tier: SecondaryTier = MemoryTier()
+    >>> tier.lookup("a", ReqId("r"))
+    <TierAnswer.MISS: 'miss'>
+    """
 
     serving: bool
     request_level: bool

@@ -178,7 +178,7 @@ class VllmInside(Vllm):
         super().__init__(1, 0)  # the vLLM names only; the manager is replaced below
         self.m.shutdown()
         from evictable.proofs.adapters.vllm.tiering_build import offloading_config
-        from evictable.vllm_tiering import EvictableTieringSpec
+        from evictable.vllm.tiering import EvictableTieringSpec
 
         config = offloading_config(slots, [{"type": "example"} for _ in range(tiers)])
         self.m = EvictableTieringSpec(config).get_manager()

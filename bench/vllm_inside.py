@@ -48,7 +48,7 @@ from vllm.v1.kv_offload.base import ReqContext
 from vllm.v1.kv_offload.cpu.manager import CPUOffloadingManager
 
 import evictable.impl
-from evictable.vllm_spec import MirroredManager
+from evictable.vllm import MirroredManager
 
 PAIRS = {"lru": ("lru", "EvictableLRU"), "arc": ("arc", "EvictableARC")}
 """Policy family -> (vLLM's own, evictable's)."""

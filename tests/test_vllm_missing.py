@@ -1,10 +1,12 @@
-"""Without vLLM, every module of the vLLM plug-in says so in one `ImportError` that names
-the extra to install (`evictable.vllm_base`'s guard runs before anything of vLLM)."""
+"""Without vLLM, every module of the vLLM plug-in (the package `evictable.vllm`) says so
+in one `ImportError` that names the extra to install (`evictable.vllm.base`'s guard runs
+before anything of vLLM)."""
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import pkgutil
 import sys
 
 import pytest
@@ -13,16 +15,29 @@ pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("vllm") is not None, reason="vLLM is installed here"
 )
 
-MODULES = (
-    "evictable.vllm",
-    "evictable.vllm_base",
-    "evictable.vllm_lru",
-    "evictable.vllm_arc",
-    "evictable.vllm_checked",
-    "evictable.vllm_spec",
-    "evictable.vllm_tiers",
-    "evictable.vllm_tiering",
-)
+
+def _plugin_modules() -> tuple[str, ...]:
+    """`evictable.vllm` and every module in it, found without importing it."""
+    spec = importlib.util.find_spec("evictable.vllm")
+    assert spec is not None and spec.submodule_search_locations is not None
+    found = pkgutil.iter_modules(spec.submodule_search_locations, "evictable.vllm.")
+    return ("evictable.vllm", *sorted(m.name for m in found))
+
+
+MODULES = _plugin_modules()
+
+
+def test_the_plugin_is_one_package_of_its_modules() -> None:
+    assert MODULES == (
+        "evictable.vllm",
+        "evictable.vllm.arc",
+        "evictable.vllm.base",
+        "evictable.vllm.checked",
+        "evictable.vllm.lru",
+        "evictable.vllm.mirrored",
+        "evictable.vllm.tiering",
+        "evictable.vllm.tiers",
+    )
 
 
 @pytest.mark.parametrize("module", MODULES)

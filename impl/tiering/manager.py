@@ -213,7 +213,7 @@ class TieringManager(TieringCore):
 
     # ------------------------------------------------------------ per-key calls
     # (an engine whose scheduler scans key by key inside its own lock region, as
-    # vLLM's connector does: `evictable.vllm_tiering`)
+    # vLLM's connector does: `evictable.vllm.tiering`)
 
     def open_region(self) -> None:
         """A caller-wide lookup hold opens (the caller holds `lock` until

@@ -24,8 +24,7 @@ from vllm.v1.kv_offload.cpu.spec import CPUOffloadingSpec
 from vllm.v1.kv_offload.factory import OffloadingSpecFactory
 
 from evictable.errors import MirrorDivergenceError, PolicyContractError
-from evictable.vllm import CheckedOffloadingSpec, EvictableChecked
-from evictable.vllm_spec import MirroredManager
+from evictable.vllm import CheckedOffloadingSpec, EvictableChecked, MirroredManager
 from tests.interop.vllm_traces import key, run_pair
 
 MODULE = "evictable.vllm"

@@ -92,7 +92,7 @@ def as_vllm_spec() -> Iterator[None]:
     """Within the block, vLLM's `TieringOffloadingSpec` builds our orchestrator."""
     from vllm.v1.kv_offload.tiering.spec import TieringOffloadingSpec
 
-    from evictable.vllm_tiering import EvictableTieringSpec
+    from evictable.vllm.tiering import EvictableTieringSpec
 
     saved = TieringOffloadingSpec.get_manager
 

@@ -62,11 +62,10 @@ DYNAMIC_SITES: dict[str, str] = {
     "impl": "lazy attributes: imports a home named in its own table of literals",
     "impl.policies.factory": "imports a built-in policy named in its table of literals",
     "testing": "lazy attributes of the public face: homes named in its own table of literals",
-    "vllm": "the public vLLM face: homes named in its own table of literals",
     "proofs.adapters.sglang.torchvision_stub": "imports torchvision (a third-party "
     "package, never a module of this project) to see whether the real one works",
-    "vllm_checked": "imports the policy class a user names in the vLLM config (the face; "
-    "no group imports it)",
+    "vllm.checked": "imports the policy class a user names (`module:Class`) in the vLLM "
+    "config (the vLLM face; no group imports it)",
 }
 """Modules with a dynamic import whose argument is not a literal, and why it imports
 nothing outside the closure of the group that runs it."""

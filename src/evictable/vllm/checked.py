@@ -44,14 +44,15 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
-import evictable.vllm  # noqa: F401  (the names vLLM's factory looks up, loaded)
 from evictable.model.errors import PolicyContractError
-from evictable.vllm_base import (  # vLLM 0.33 present, or one clear ImportError
+from evictable.vllm.arc import EvictableARC
+from evictable.vllm.base import (  # vLLM 0.33 present, or one clear ImportError
     CachePolicy,
     ChunkStatus,
     OffloadKey,
     ReqContext,
 )
+from evictable.vllm.lru import EvictableLRU
 
 __all__ = ["ON_VIOLATION", "EvictableChecked", "checked_policy_class", "resolve_policy"]
 
@@ -59,6 +60,9 @@ ON_VIOLATION = ("raise", "log")
 """What a violation does: raise it, or log it and carry on."""
 
 LOG = logging.getLogger("evictable.vllm")
+
+OURS: dict[str, type[Any]] = {"EvictableLRU": EvictableLRU, "EvictableARC": EvictableARC}
+"""The policies of `evictable.vllm`, by the name a config gives them."""
 
 _NAME = re.compile(r"^EvictableChecked\(\s*([^,()\s]+)\s*(?:,\s*(raise|log)\s*)?\)$")
 
@@ -70,8 +74,7 @@ def resolve_policy(name: str) -> type[Any]:
         module, _, cls = name.partition(":")
         got = getattr(importlib.import_module(module), cls, None)
     else:
-        vllm_face = importlib.import_module("evictable.vllm")
-        got = vars(vllm_face).get(name)
+        got = OURS.get(name)
         if got is None:
             from vllm.v1.kv_offload.cpu.policies.factory import CachePolicyFactory
 

@@ -3,7 +3,7 @@ never visits a pinned chunk (loaded by vLLM as `evictable.vllm.EvictableLRU`).
 
 The public face, and how to enable it in vLLM, is `evictable.vllm`; the order
 structure is `impl.policies.rank_index`. Importing this module without vLLM raises
-the one `ImportError` of `evictable.vllm_base`.
+the one `ImportError` of `evictable.vllm.base`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from evictable.impl.policies.rank_index import RankEntry, RankIndex
-from evictable.vllm_base import (  # vLLM 0.33 present, or one clear ImportError
+from evictable.vllm.base import (  # vLLM 0.33 present, or one clear ImportError
     CachePolicy,
     ChunkStatus,
     ChunkView,

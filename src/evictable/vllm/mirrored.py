@@ -32,7 +32,7 @@ CI and tests, not for serving (bench/ measures it).
 from __future__ import annotations
 
 # first, before the adapters import vLLM: vLLM 0.33 present, or one clear ImportError
-from evictable.vllm_base import VLLM_VERSION  # noqa: F401
+from evictable.vllm.base import VLLM_VERSION  # noqa: F401
 
 # isort: split
 import logging

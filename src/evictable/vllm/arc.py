@@ -3,7 +3,7 @@ pinned chunk (loaded by vLLM as `evictable.vllm.EvictableARC`).
 
 The public face, and how to enable it in vLLM, is `evictable.vllm`; the idle order
 is `impl.policies.arc_index`, the ghost lists `impl.policies.arc_ghosts`. Importing
-this module without vLLM raises the one `ImportError` of `evictable.vllm_base`.
+this module without vLLM raises the one `ImportError` of `evictable.vllm.base`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from evictable.impl.policies.arc_ghosts import GhostList
 from evictable.impl.policies.arc_index import HEAPED, ArcRecord, IdleIndex, select
-from evictable.vllm_base import (  # vLLM 0.33 present, or one clear ImportError
+from evictable.vllm.base import (  # vLLM 0.33 present, or one clear ImportError
     CachePolicy,
     ChunkStatus,
     ChunkView,

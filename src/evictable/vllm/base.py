@@ -1,11 +1,10 @@
 """The ground the vLLM plug-in modules stand on: the import guard, the vLLM names they
 use, and the read-only views of a policy's lists.
 
-Every `evictable.vllm*` module (`evictable.vllm`, `evictable.vllm_lru`,
-`evictable.vllm_arc`, `evictable.vllm_checked`, `evictable.vllm_spec`) imports this
-one before anything of vLLM, so without vLLM each raises the same one `ImportError`
-naming the extra to install (`pip install evictable[vllm]`), and a vLLM other than
-0.33 is refused the same way.
+Every module of `evictable.vllm` (the face, `lru`, `arc`, `checked`, `mirrored`,
+`tiers`, `tiering`) imports this one before anything of vLLM, so without vLLM each
+raises the same one `ImportError` naming the extra to install (`pip install
+evictable[vllm]`), and a vLLM other than 0.33 is refused the same way.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ it); the orchestrator's requests and the peers' requests share it.
 from __future__ import annotations
 
 # first, before anything of vLLM: vLLM 0.33 present, or one clear ImportError
-from evictable.vllm_base import VLLM_VERSION  # noqa: F401
+from evictable.vllm.base import VLLM_VERSION  # noqa: F401
 
 # isort: split
 from collections.abc import Collection, Iterable

@@ -25,33 +25,37 @@ hands it, with `cache_policy_module_path`, to
 * `EvictableChecked` (a checking mode for vLLM's CI; `eviction_policy` =
   `"EvictableChecked(<policy>[, raise|log])"`) wraps any cache policy and holds
   every hook call to the policy contract as it happens, raising (or logging)
-  `evictable.errors.PolicyContractError` (evictable.vllm_checked).
+  `evictable.errors.PolicyContractError` (evictable.vllm.checked).
 * `CheckedOffloadingSpec` (vLLM's `spec_name` + `spec_module_path`) is vLLM's CPU
   spec whose manager is vLLM's own, mirrored call by call on the model's vLLM 0.33
   profile under the safety contract; the first divergence raises (or logs)
   `evictable.errors.MirrorDivergenceError` naming the call, the keys and both states.
-
+  `MirroredManager` is that mirror around a vLLM manager built by hand (tests).
 * `EvictableTieringSpec` (vLLM's `spec_name` + `spec_module_path`, with vLLM's own
   `secondary_tiers` entries) is vLLM's tiering spec whose orchestrator is ours
   (`evictable.impl.tiering.TieringManager`) over vLLM's own secondary tiers
-  (evictable.vllm_tiering, evictable.vllm_tiers).
+  (evictable.vllm.tiering, evictable.vllm.tiers).
 
-The modules: this one is the public face (the names vLLM's factories look up);
-`evictable.vllm_base` holds the import guard, the vLLM names they use and the views
-(`ChunkView`, `GhostView`); `evictable.vllm_lru` and `evictable.vllm_arc` the two
-policies; `evictable.vllm_checked` and `evictable.vllm_spec` the checking mode
-(loaded from here on first use). Each imports `evictable.vllm_base` before anything
-of vLLM, so without vLLM every one of them raises the same one `ImportError` that
-names the extra to install (`pip install evictable[vllm]`).
+The package: this module is the public face (the names vLLM's factories look up);
+`evictable.vllm.base` holds the import guard, the vLLM names the others use and the
+views (`ChunkView`, `GhostView`); `evictable.vllm.lru` and `evictable.vllm.arc` the two
+policies; `evictable.vllm.checked` (`EvictableChecked`) and `evictable.vllm.mirrored`
+(`CheckedOffloadingSpec`, `MirroredManager`) the checking mode; `evictable.vllm.tiers`
+(vLLM's secondary tiers behind our tier protocol) and `evictable.vllm.tiering`
+(`EvictableTieringSpec`) our orchestrator. The last four load from here on first use.
+Each module imports `evictable.vllm.base` before anything of vLLM, so without vLLM
+every one of them raises the same one `ImportError` that names the extra to install
+(`pip install evictable[vllm]`). Imports point one way: this face imports the
+modules, none of them imports the face.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from evictable.vllm_arc import EvictableARC
-from evictable.vllm_base import VLLM_VERSION, ChunkView, GhostView
-from evictable.vllm_lru import EvictableLRU
+from evictable.vllm.arc import EvictableARC
+from evictable.vllm.base import VLLM_VERSION, ChunkView, GhostView
+from evictable.vllm.lru import EvictableLRU
 
 __all__ = [
     "VLLM_VERSION",
@@ -62,28 +66,35 @@ __all__ = [
 ]
 
 
-# The checking mode lives in evictable.vllm_checked (EvictableChecked) and
-# evictable.vllm_spec (CheckedOffloadingSpec), our orchestrator in evictable.vllm_tiering
-# (EvictableTieringSpec); each loads from here by name, as vLLM's factories look them
-# up, without this module importing them.
-_LAZY = {
-    "EvictableChecked": "evictable.vllm_checked",
-    "CheckedOffloadingSpec": "evictable.vllm_spec",
-    "EvictableTieringSpec": "evictable.vllm_tiering",
-    "EvictableTieringManager": "evictable.vllm_tiering",
-}
-
-
 def __getattr__(name: str) -> Any:
     """`EvictableChecked`, `EvictableChecked(<policy>[, raise|log])` (the checked policy
-    that name asks for) and `CheckedOffloadingSpec`, loaded on first use."""
-    import importlib
+    that name asks for), `CheckedOffloadingSpec`, `MirroredManager`,
+    `EvictableTieringSpec` and `EvictableTieringManager`, loaded on first use, as
+    vLLM's factories look them up by name (`getattr` on this module)."""
+    if name == "EvictableChecked":
+        from evictable.vllm.checked import EvictableChecked
 
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        return EvictableChecked
     if name.startswith("EvictableChecked("):
-        checked = importlib.import_module("evictable.vllm_checked")
-        got = checked.checked_policy_class(name)
+        from evictable.vllm.checked import checked_policy_class
+
+        got = checked_policy_class(name)
         if got is not None:
             return got
+    if name == "CheckedOffloadingSpec":
+        from evictable.vllm.mirrored import CheckedOffloadingSpec
+
+        return CheckedOffloadingSpec
+    if name == "MirroredManager":
+        from evictable.vllm.mirrored import MirroredManager
+
+        return MirroredManager
+    if name == "EvictableTieringSpec":
+        from evictable.vllm.tiering import EvictableTieringSpec
+
+        return EvictableTieringSpec
+    if name == "EvictableTieringManager":
+        from evictable.vllm.tiering import EvictableTieringManager
+
+        return EvictableTieringManager
     raise AttributeError(f"module 'evictable.vllm' has no attribute {name!r}")

@@ -16,7 +16,7 @@ and each secondary tier is built by vLLM's `SecondaryTierFactory` from the same 
 (fs, obj, p2p, kvcr, example, or an out-of-tree class by `module_path`). The
 orchestrator is `evictable.impl.tiering.TieringManager` (our `CPUOffloadingManager` as
 the primary, policy `lru` or `arc`), each vLLM tier behind our tier protocol
-(`evictable.vllm_tiers.VllmTier`), and the connector sees `EvictableTieringManager`, an
+(`evictable.vllm.tiers.VllmTier`), and the connector sees `EvictableTieringManager`, an
 `OffloadingManager` with the calls vLLM's tiering manager offers (per-key `lookup`,
 `prepare_load`, `prepare_store`, `complete_*`, `on_new_request`,
 `on_request_finished`, `on_schedule_end`, `has_pending_work`, `take_events`,
@@ -30,7 +30,7 @@ so a prefix longer than the primary answers the part that fits (docs/interop.md,
 from __future__ import annotations
 
 # first, before anything of vLLM: vLLM 0.33 present, or one clear ImportError
-from evictable.vllm_base import VLLM_VERSION  # noqa: F401
+from evictable.vllm.base import VLLM_VERSION  # noqa: F401
 
 # isort: split
 import logging
@@ -60,7 +60,7 @@ from evictable.impl.manager import CPUOffloadingManager
 from evictable.impl.tiering import TieringManager
 from evictable.model.errors import InvalidArgumentError
 from evictable.model.tiering_types import ReqId, RequestPhase
-from evictable.vllm_tiers import Contexts, VllmTier, lookup_result
+from evictable.vllm.tiers import Contexts, VllmTier, lookup_result
 
 __all__ = ["EvictableTieringManager", "EvictableTieringSpec", "RegionLock"]
 

@@ -355,7 +355,9 @@ def _modules(package: str, folder: Path) -> list[tuple[str, Path]]:
     """(dotted name, file) of every module of one package of `LAYERS`."""
     if package == "face":
         files = [folder / "__init__.py", folder / "errors.py"]
-        files += sorted((folder / "testing").rglob("*.py"))
+        for sub in sorted(p for p in folder.iterdir() if (p / "__init__.py").is_file()):
+            if sub.name not in ("model", "impl", "proofs"):  # the links: their own layers
+                files += sorted(sub.rglob("*.py"), key=lambda f: (f.name != "__init__.py", f.name))
         base = folder
     elif package == "proofs":
         files, base = [folder / "__init__.py"], folder.parent

@@ -1,4 +1,5 @@
-"""evictable inside vLLM 0.33: cache policies for vLLM's own CPU offloading manager.
+"""evictable inside vLLM 0.33: cache policies for vLLM's CPU offloading manager, two
+checking modes and our tiering orchestrator, each through vLLM's own plug-in points.
 
 Enable one in vLLM with no fork, through vLLM's out-of-tree policy loader:
 

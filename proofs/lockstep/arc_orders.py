@@ -33,7 +33,7 @@ and returns the first failure (with its shortest call sequence) or the count.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from evictable.proofs.base.contract import DEFAULT, Contract
@@ -44,7 +44,7 @@ from evictable.proofs.lockstep.inputs import Call
 from evictable.proofs.lockstep.manager import ConformanceFailure, replay
 from evictable.proofs.lockstep.observer import StepObserver
 
-__all__ = ["Orders", "Shape", "run", "scenarios"]
+__all__ = ["Orders", "Shape", "replay_all", "run", "scenarios"]
 
 
 @dataclass(frozen=True)
@@ -130,8 +130,9 @@ def _sequence(
 
 @dataclass(frozen=True)
 class Orders:
-    """The outcome of `run`: how many sequences and calls were replayed, and the first
-    failure (None: every sequence agreed)."""
+    """The outcome of replaying a family of call sequences (`replay_all`): how many
+    sequences and calls were replayed, and the first failure (None: every sequence
+    agreed)."""
 
     sequences: int
     calls: int
@@ -139,6 +140,25 @@ class Orders:
 
     def line(self) -> str:
         return f"{self.sequences} call sequences, {self.calls} calls, every call compared"
+
+
+def replay_all(
+    sequences: Iterable[list[Action]],
+    factory: Factory,
+    contract: Contract = DEFAULT,
+    observer: StepObserver | None = None,
+) -> Orders:
+    """Replay each sequence against `factory`'s ARC managers in lock-step with the
+    model; stop at the first failure. `observer` also judges every call of both
+    sides."""
+    count = calls = 0
+    for actions in sequences:
+        count += 1
+        calls += len(actions) - 1
+        failure = replay(factory, "arc", None, PLAN, actions, contract, observer)
+        if failure is not None:
+            return Orders(count, calls, failure)
+    return Orders(count, calls, None)
 
 
 def run(
@@ -150,11 +170,4 @@ def run(
     """Replay every sequence of `shape` against `factory`'s ARC managers; stop at the
     first failure. `observer` also judges every call of both sides (the proved
     relation's refinement, `refine.conformance.RefinementObserver`)."""
-    sequences = calls = 0
-    for actions in scenarios(shape):
-        sequences += 1
-        calls += len(actions) - 1
-        failure = replay(factory, "arc", None, PLAN, actions, contract, observer)
-        if failure is not None:
-            return Orders(sequences, calls, failure)
-    return Orders(sequences, calls, None)
+    return replay_all(scenarios(shape), factory, contract, observer)

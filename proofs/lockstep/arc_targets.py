@@ -34,11 +34,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from evictable.proofs.base.contract import DEFAULT, Contract
-from evictable.proofs.base.faults import PLAN
 from evictable.proofs.base.protocol import Factory
+from evictable.proofs.lockstep.arc_orders import Orders, replay_all
 from evictable.proofs.lockstep.failures import Action, Start, Step
 from evictable.proofs.lockstep.inputs import Call
-from evictable.proofs.lockstep.manager import ConformanceFailure, replay
 from evictable.proofs.lockstep.observer import StepObserver
 
 __all__ = ["SLOTS", "Shape", "Targets", "run", "scenarios"]
@@ -135,17 +134,8 @@ def scenarios(shape: Shape) -> Iterator[list[Action]]:
         yield acts + _evictions(b2, moves, victims, pinned)
 
 
-@dataclass(frozen=True)
-class Targets:
-    """The outcome of `run`: how many sequences and calls were replayed, and the first
-    failure (None: every sequence agreed)."""
-
-    sequences: int
-    calls: int
-    failure: ConformanceFailure | None
-
-    def line(self) -> str:
-        return f"{self.sequences} call sequences, {self.calls} calls, every call compared"
+Targets = Orders
+"""The outcome of `run` (`arc_orders.Orders`: sequences, calls, the first failure)."""
 
 
 def run(
@@ -156,11 +146,4 @@ def run(
 ) -> Targets:
     """Replay every sequence of `shape` against `factory`'s ARC managers; stop at the
     first failure. `observer` also judges every call of both sides."""
-    sequences = calls = 0
-    for actions in scenarios(shape):
-        sequences += 1
-        calls += len(actions) - 1
-        failure = replay(factory, "arc", None, PLAN, actions, contract, observer)
-        if failure is not None:
-            return Targets(sequences, calls, failure)
-    return Targets(sequences, calls, None)
+    return replay_all(scenarios(shape), factory, contract, observer)

@@ -49,7 +49,7 @@ parts are `proofs.z3.manager_fold_store`'s, checked here like the others.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import z3
@@ -142,9 +142,6 @@ def folds(op: str, variant: Variant) -> bool:
     """The lemma applies: one of `FOLD_OPS`, with a relation that is the fold alone (an
     atomic one, no listing after the fold)."""
     return op in FOLD_OPS and variant.atomic and not variant.touch_lists
-
-
-_FIELDS = tuple(f.name for f in fields(MState))
 
 
 def _post(variant: Variant, op: str, pre: MState, cur: MState, counts: CallCounts) -> MState:

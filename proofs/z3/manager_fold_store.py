@@ -211,20 +211,13 @@ class _StoreLemma:
 
     def store_inv(self, s: FoldState, done: Fn, left: Term) -> dict[str, Term]:
         """`StoreInv`, clause by clause."""
-        pre, w, counts = self.pre, self.world, s.counts
+        pre, w = self.pre, self.world
         return {
             **self.common(s),
             "input_keys_not_stored_unchanged": w.all_keys(
                 lambda x: z3.Implies(
                     z3.And(self.inputs(x), z3.Not(done(x))), same_key(s.cur, pre, x)
                 )
-            ),
-            "counts_so_far": z3.And(
-                counts.victims == z3.If(self.evicting, self.wanted, 0),
-                counts.stored == z3.If(self.goes, self.count - left, 0),
-                counts.acted == 0,
-                counts.pinned == 0,
-                counts.unpinned == 0,
             ),
             "free_slots_cover_the_keys_left": z3.And(
                 left >= 0, z3.Implies(self.goes, left <= s.cur.free_slots())

@@ -327,12 +327,14 @@ def positional_hook(
 
 
 def fold_controls(machine: Machine) -> dict[str, list[tuple[Variant, str, tuple[str, ...]]]]:
-    """Per operation the fold lemma covers, two broken relations that only the
+    """Per operation the fold lemma covers, the broken relations that only the
     unbounded record's own parts can refute, each with the claims it must be refuted
     on: one whose *step* goes wrong from the second key on (the one-key search cannot
     see it; the agreement cannot either, as both walks take the broken step; only the
-    lemma's step, at any position, does), and one whose *walk* leaves out every key
-    from the third on (the lemma's steps are sound: only the agreement sees it)."""
+    lemma's step, at any position, does), one whose *walk* leaves out every key from
+    the third on (the lemma's steps are sound: only the agreement sees it), and, where
+    duplicates are refused, one whose duplicate check stops after the second key (the
+    lemma's accepted_keys_distinct)."""
     out: dict[str, list[tuple[Variant, str, tuple[str, ...]]]] = {}
     for op, (event, source, target, hook) in _POSITIONAL.items():
         out[op] = [
@@ -348,6 +350,14 @@ def fold_controls(machine: Machine) -> dict[str, list[tuple[Variant, str, tuple[
                 ("agreement/",),
             ),
         ]
+        if op != "touch":  # touch takes duplicates
+            out[op].append(
+                (
+                    Variant(duplicates_until=2),
+                    "a duplicate check that compares only the first two keys of a call",
+                    ("fold lemma",),
+                )
+            )
     return out
 
 

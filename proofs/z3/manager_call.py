@@ -98,6 +98,10 @@ class Variant:
     """`relation` leaves out the keys of a batch from this index on when it walks them
     to act (a relation whose own loop drops a key position: the agreement of
     `relation` with the lemma's fold must refute it)."""
+    duplicates_until: int | None = None
+    """The duplicate check compares a key with the keys met before it only at the
+    positions below this one (a check that skips long batches' later positions: the
+    fold lemma's step must refute it)."""
 
 
 MANAGER = Variant()

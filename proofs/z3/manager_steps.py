@@ -238,10 +238,15 @@ class Fold:
         the table rejects this key."""
         s, event = self.state, event_of(self.op)
         in_batch = s.met < n
+        until = self.variant.duplicates_until
         dup = (
             z3.BoolVal(False)
             if self.op == "touch"
-            else z3.And(in_batch, _duplicates(s.seen, key, s.met))
+            else z3.And(
+                in_batch,
+                _duplicates(s.seen, key, s.met),
+                z3.BoolVal(True) if until is None else s.met < until,
+            )
         )
         refused = z3.And(in_batch, rejects(self.machine, event, block(self.pre, key)))
         to_store = (

@@ -350,6 +350,14 @@ def fold_controls(machine: Machine) -> dict[str, list[tuple[Variant, str, tuple[
                 ("agreement/",),
             ),
         ]
+        if op == "prepare_store":
+            out[op].append(
+                (
+                    Variant(evicts_when_refused=True),
+                    "a prepare_store that takes its victims although the call is refused",
+                    ("fold lemma",),
+                )
+            )
         if op != "touch":  # touch takes duplicates
             out[op].append(
                 (

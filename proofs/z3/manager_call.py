@@ -98,6 +98,10 @@ class Variant:
     """`relation` leaves out the keys of a batch from this index on when it walks them
     to act (a relation whose own loop drops a key position: the agreement of
     `relation` with the lemma's fold must refute it)."""
+    evicts_when_refused: bool = False
+    """`prepare_store` takes its victims even when the call is refused (a duplicate or
+    a rejected key): a refused call that changes the state, which the lemma's exit
+    (`rejected_changes_nothing`) must refute."""
     duplicates_until: int | None = None
     """The duplicate check compares a key with the keys met before it only at the
     positions below this one (a check that skips long batches' later positions: the

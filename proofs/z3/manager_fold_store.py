@@ -80,6 +80,7 @@ from evictable.proofs.z3.manager_steps import (
     store_goes,
     stores,
     victim_refused_by_table,
+    victims_go,
     victims_needed,
 )
 
@@ -138,7 +139,11 @@ class _StoreLemma:
         self.supplied = z3.Bool("supplied")
         self.need, self.wanted = victims_needed(variant, self.pre, self.count)
         self.goes = store_goes(self.refused, self.count, self.need, self.supplied)
-        self.evicting = z3.And(self.goes, self.need > 0)
+        self.taking = victims_go(
+            variant, self.goes, self.refused, self.count, self.need, self.supplied
+        )
+        """Whether the victims are taken (the call carried out, unless the variant)."""
+        self.evicting = z3.And(self.taking, self.need > 0)
         self.state = FoldState(
             cur=world.fresh("cur"),
             seen=self.inputs,
@@ -294,7 +299,7 @@ class _StoreLemma:
         victim = w.key("victim")
         fold = self._fold(s)
         use = fold.check_victim(victim, self.need, self.wanted, self.supplied)
-        active = z3.And(self.goes, use)
+        active = z3.And(self.taking, use)
         fold.take_victim(victim, active)
         after = fold.state
         claims = {
@@ -426,12 +431,13 @@ def iterate_store(
         s = fold.state
     need, wanted = victims_needed(variant, pre, s.count)
     goes = store_goes(s.rejected, s.count, need, c.supplied)
+    taking = victims_go(variant, goes, s.rejected, s.count, need, c.supplied)
     facts: list[Term] = []
     actors: list[Actor] = []
     for j, v in enumerate(c.victims):
         fold = Fold(world, machine, variant, OP, pre, f"{prefix}.v{j}", s)
         use = fold.check_victim(v, need, wanted, c.supplied)
-        fold.take_victim(v, z3.And(goes, use))
+        fold.take_victim(v, z3.And(taking, use))
         facts += fold.facts
         actors += fold.actors
         s = fold.state

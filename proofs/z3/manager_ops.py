@@ -83,6 +83,7 @@ from evictable.proofs.z3.manager_steps import (
     stores,
     victim_contract,
     victim_refused_by_table,
+    victims_go,
     victims_needed,
 )
 
@@ -139,8 +140,9 @@ def relation(
         wanted_at = [fold.check_victim(v, need, wanted, c.supplied) for v in c.victims]
         rejected = z3.Or(fold.state.rejected, fold.state.victim_refused)
         goes = store_goes(rejected, count, need, c.supplied)
+        taking = victims_go(variant, goes, rejected, count, need, c.supplied)
         for v, use in zip(c.victims, wanted_at, strict=True):
-            fold.take_victim(v, z3.And(goes, use))
+            fold.take_victim(v, z3.And(taking, use))
         for k in keys:
             fold.act_key(k, c.n, goes)
         victims = fold.actors[: len(c.victims)]

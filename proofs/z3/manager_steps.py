@@ -66,6 +66,7 @@ __all__ = [
     "stores",
     "victim_contract",
     "victim_refused_by_table",
+    "victims_go",
     "victims_needed",
     "zero_counts",
 ]
@@ -150,6 +151,17 @@ def store_goes(rejected: Term, count: Term, need: Term, supplied: Term) -> Term:
     """A `prepare_store` call is carried out: not refused, something to store, and the
     victims supplied if any are needed."""
     return z3.And(z3.Not(rejected), count > 0, z3.Or(need <= 0, supplied))
+
+
+def victims_go(
+    variant: Variant, goes: Term, rejected: Term, count: Term, need: Term, supplied: Term
+) -> Term:
+    """Whether a `prepare_store` call takes its victims: when it is carried out
+    (`goes`); the variant `evicts_when_refused` takes them although the call is
+    refused."""
+    if not variant.evicts_when_refused:
+        return goes
+    return z3.And(count > 0, z3.Or(need <= 0, supplied))
 
 
 def victim_contract(

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import z3
@@ -78,7 +79,7 @@ from evictable.proofs.z3.manager_state import (
     resident,
 )
 from evictable.proofs.z3.manager_steps import Fold, FoldState, start
-from evictable.proofs.z3.solver import Witness, ground_solver, refute_claims
+from evictable.proofs.z3.solver import Witness, decided, ground_solver, refute_claims
 
 __all__ = [
     "AGREEMENT_BATCH",
@@ -473,7 +474,10 @@ def _check_lemma(machine: Machine, op: str, variant: Variant, backstop_s: float)
         found = _search(searched, what, backstop_s)
         if found is not None:
             return found
-        out = _prove(whole[what](), what, backstop_s, _assumptions_of(searched))
+        out = decided(
+            partial(_prove, whole[what](), what, backstop_s, _assumptions_of(searched)),
+            f"the fold lemma's {what}",
+        )
         if out.status is not Status.PROVED:
             return out
     return proved(f"fold lemma: {', '.join(finite)} proved (any batch length)")

@@ -35,6 +35,7 @@ __all__ = [
     "Work",
     "check",
     "check_assumed",
+    "decided",
     "evidenced",
     "ground_solver",
     "lia_solver",
@@ -319,6 +320,28 @@ def z3_sat(formulas: Sequence[Any], backstop_s: float, what: str = "formula") ->
     if r == z3.unsat:
         return refuted(f"{what} is unsatisfiable (vacuous)")
     return unknown(s)
+
+
+def decided(check: Callable[[], Outcome], what: str) -> Outcome:
+    """`check()`, which may say PROVED only when one of its own queries decided it
+    (beyond finite-world searches): else an `error` naming `what`. Its queries count
+    toward the enclosing block's work too (a part of a record's proof: each part must
+    be decided, not only the record as a whole)."""
+    outer = _WORK.get()
+    with work() as w:
+        out = check()
+    if outer is not None:
+        outer.queries += w.queries
+        outer.used += w.used
+        outer.peak = max(outer.peak, w.peak)
+        outer.proofs += w.proofs
+    if out.status is Status.PROVED and w.proofs == 0:
+        return Outcome(
+            Status.ERROR,
+            f"{what}: said to hold, but no Z3 query decided it "
+            f"({w.queries} search quer{'y' if w.queries == 1 else 'ies'} only)",
+        )
+    return out
 
 
 def evidenced(check: Callable[[float], Outcome]) -> Callable[[float], Outcome]:

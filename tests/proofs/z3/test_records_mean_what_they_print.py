@@ -150,3 +150,18 @@ def test_each_consecution_control_names_the_part_that_must_refute_it() -> None:
     for op, controls in fold_controls(REFERENCE).items():
         targets = {claims for _, _, claims in controls}
         assert targets == {("fold lemma",), ("agreement/",)}, op
+
+
+def test_a_lemma_part_said_to_hold_without_a_query_is_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each part of the fold lemma must be decided by its own query: a part stubbed to
+    `proved` is an error even where other queries of the record decide something."""
+    from evictable.model.lifecycle import CPU_MACHINE
+    from evictable.proofs.base.records import proved as said
+    from evictable.proofs.z3 import manager_fold
+
+    monkeypatch.setattr(manager_fold, "_prove", lambda *args, **kwargs: said())
+    out = manager_fold.check_fold(CPU_MACHINE, "complete_load", 60.0)
+    assert out.status is Status.ERROR
+    assert "no Z3 query decided it" in out.counterexample

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 try:
@@ -56,6 +56,27 @@ def _busy(entry: RankEntry) -> bool:
     return not _idle(obj)
 
 
+_COUNTERS = ("pin", "unpin", "ref_count_up", "ref_count_down")
+"""The memory object's methods that change its pin and reference counters."""
+
+
+def _marking(base: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """`base` (one of `_COUNTERS`), then the object's parked entry marked: it may be
+    idle again (see `watched_class`)."""
+
+    def method(self: Any) -> Any:
+        out = base(self)
+        watch = self.__dict__.get(_WATCH)
+        if watch is not None:
+            entry = watch[1]
+            if entry.prev is None and not entry.heaped:  # parked: it may be idle again
+                watch[0](entry)
+        return out
+
+    method.__name__ = method.__qualname__ = base.__name__
+    return method
+
+
 def watched_class(cls: type) -> type:
     """The subclass of a memory object class whose pin and reference counter changes
     mark the object's entry in its policy when the entry is parked (found busy by a
@@ -67,55 +88,14 @@ def watched_class(cls: type) -> type:
     got = _WATCHED.get(cls)
     if got is not None:
         return got
-    base_pin, base_unpin = cls.pin, cls.unpin  # type: ignore[attr-defined]
-    base_up, base_down = cls.ref_count_up, cls.ref_count_down  # type: ignore[attr-defined]
-
-    def pin(self: Any) -> Any:
-        out = base_pin(self)
-        watch = self.__dict__.get(_WATCH)
-        if watch is not None:
-            entry = watch[1]
-            if entry.prev is None and not entry.heaped:  # parked: it may be idle again
-                watch[0](entry)
-        return out
-
-    def unpin(self: Any) -> Any:
-        out = base_unpin(self)
-        watch = self.__dict__.get(_WATCH)
-        if watch is not None:
-            entry = watch[1]
-            if entry.prev is None and not entry.heaped:  # parked: it may be idle again
-                watch[0](entry)
-        return out
-
-    def ref_count_up(self: Any) -> Any:
-        out = base_up(self)
-        watch = self.__dict__.get(_WATCH)
-        if watch is not None:
-            entry = watch[1]
-            if entry.prev is None and not entry.heaped:  # parked: it may be idle again
-                watch[0](entry)
-        return out
-
-    def ref_count_down(self: Any) -> Any:
-        out = base_down(self)
-        watch = self.__dict__.get(_WATCH)
-        if watch is not None:
-            entry = watch[1]
-            if entry.prev is None and not entry.heaped:  # parked: it may be idle again
-                watch[0](entry)
-        return out
-
+    marked = {name: _marking(getattr(cls, name)) for name in _COUNTERS}
     got = type(
         f"{cls.__name__}_watched",
         (cls,),
         {
             "__slots__": (),
             "__module__": __name__,
-            "pin": pin,
-            "unpin": unpin,
-            "ref_count_up": ref_count_up,
-            "ref_count_down": ref_count_down,
+            **marked,
         },
     )
     _WATCHED[cls] = got

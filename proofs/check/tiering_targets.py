@@ -77,18 +77,29 @@ def _guide_tier(subject: Subject, contract: Contract, request: Request) -> Subje
     return subject
 
 
-def _conformance(run: Any, examples: int, steps: int, faults: bool) -> dict[str, Any]:
+def _conformance(
+    run: Any, examples: int, steps: int, faults: bool, examples_run: int
+) -> dict[str, Any]:
     return {
         "status": "passed" if run.ok else "failed",
         "examples": examples,
         "steps": steps,
-        "examples_run": getattr(run, "examples_run", getattr(run, "walks", 0)),
+        "examples_run": examples_run,
         "steps_run": run.calls,
         "seconds": round(run.seconds, 4),
         "faults": faults,
         "reason": run.findings[0].reason if run.findings else "",
         "trace": run.findings[0].as_dict()["trace"] if run.findings else [],
     }
+
+
+def _held(**fields: Any) -> dict[str, Any]:
+    """The report's contract of a tiering target: any error type, valid calls only,
+    and `fields` (mode, black box, keys, profile)."""
+    held = DEFAULT.as_dict()
+    held.update(errors="any", inputs={"invalid": False, "duplicates": False, "malformed": False})
+    held.update(fields)
+    return held
 
 
 def _engines_tier(subject: Subject, contract: Contract, request: Request) -> EngineRun:
@@ -110,9 +121,7 @@ def _engines_tier(subject: Subject, contract: Contract, request: Request) -> Eng
         seed=request.seed,
         backstop_s=TIER_BACKSTOP_S,
     )
-    held = DEFAULT.as_dict()
-    held.update(mode="safety", errors="any", black_box=True, keys="vllm OffloadKey")
-    held["inputs"] = {"invalid": False, "duplicates": False, "malformed": False}
+    held = _held(mode="safety", black_box=True, keys="vllm OffloadKey")
     held.pop("profile", None)
     line = (
         f"tier contract ({examples} examples x {request.steps} steps, seed {run.seed}): "
@@ -125,7 +134,7 @@ def _engines_tier(subject: Subject, contract: Contract, request: Request) -> Eng
         {
             "seed": run.seed,
             "contract": held,
-            "conformance": _conformance(run, examples, request.steps, False),
+            "conformance": _conformance(run, examples, request.steps, False, run.examples_run),
             "timings": {"check_s": round(run.seconds, 4)},
         },
         detail=run,
@@ -209,11 +218,12 @@ def _engines_tiering(subject: Subject, contract: Contract, request: Request) -> 
         *(f"skipped: {why}" for why in run.skipped),
         *(f"lasso: {lasso}" for lasso in run.lassos),
     ]
-    held = DEFAULT.as_dict()
-    held.update(mode="exact" if compare == "state" else "safety", errors="any")
-    held.update(black_box=False, keys="the explorer's keys (k0, k1, ...)")
-    held["inputs"] = {"invalid": False, "duplicates": False, "malformed": False}
-    held["profile"] = "vllm-0.33" if profile is Profile.VLLM_033 else "seed"
+    held = _held(
+        mode="exact" if compare == "state" else "safety",
+        black_box=False,
+        keys="the explorer's keys (k0, k1, ...)",
+        profile="vllm-0.33" if profile is Profile.VLLM_033 else "seed",
+    )
     return EngineRun(
         tuple(run.findings),
         "passed" if run.ok else "failed",
@@ -221,7 +231,7 @@ def _engines_tiering(subject: Subject, contract: Contract, request: Request) -> 
         {
             "seed": run.seed,
             "contract": held,
-            "conformance": _conformance(run, walks, request.steps, True),
+            "conformance": _conformance(run, walks, request.steps, True, run.walks),
             "timings": {"check_s": round(run.seconds, 4)},
             "tiering": {
                 "level": level,

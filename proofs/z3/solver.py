@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import z3
@@ -347,18 +348,10 @@ def decided(check: Callable[[], Outcome], what: str) -> Outcome:
 def evidenced(check: Callable[[float], Outcome]) -> Callable[[float], Outcome]:
     """A Z3 record's check that may print `proved` only when a query decided it: a
     check that says it holds without having made one (beyond the finite-world
-    searches) is an `error` -- a stubbed proof proves nothing. The figures of the
-    queries join the detail."""
+    searches) is an `error` -- a stubbed proof proves nothing (`decided`, for the
+    record as a whole)."""
 
     def run(backstop_s: float) -> Outcome:
-        with work() as w:
-            out = check(backstop_s)
-        if out.status is Status.PROVED and w.proofs == 0:
-            return Outcome(
-                Status.ERROR,
-                "the check says the claim holds, but no Z3 query decided it "
-                f"({w.queries} search quer{'y' if w.queries == 1 else 'ies'} only)",
-            )
-        return out
+        return decided(partial(check, backstop_s), "the check")
 
     return run

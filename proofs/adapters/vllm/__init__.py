@@ -13,6 +13,9 @@ and the verdicts):
   own `TieringOffloadingSpec` with its example tier, its fs tier, its p2p server role
   behind a tier of ours, its real p2p tier (transports stubbed) or tiers of ours whose
   every move is an engine's event (`VllmTiering`, the tiering adapter protocol);
+* `ours_example_tiering`, `ours_fs_tiering`, `ours_peer_tiering`, `ours_p2p_tiering`,
+  `ours_harness_tiering`: our orchestrator as `evictable.vllm.EvictableTieringSpec`
+  builds it, over the same tiers (`OursOverVllm`, `tiering_ours`);
 * `lazy_scanner`: the lazy offload walk of
   `vllm.v1.simple_kv_offload.manager.SimpleCPUOffloadScheduler`
   (`_prepare_lazy_store_specs`) over a real vLLM `BlockPool` made by `block_pool`
@@ -66,11 +69,20 @@ from evictable.proofs.adapters.vllm.tiering_factories import (
     p2p_tiering,
     peer_tiering,
 )
+from evictable.proofs.adapters.vllm.tiering_ours import (
+    OursOverVllm,
+    ours_example_tiering,
+    ours_fs_tiering,
+    ours_harness_tiering,
+    ours_p2p_tiering,
+    ours_peer_tiering,
+)
 
 __all__ = [
     "VLLM_KEYS",
     "K",
     "OffloadKey",
+    "OursOverVllm",
     "VllmManager",
     "VllmTiering",
     "arc_manager",
@@ -84,6 +96,11 @@ __all__ = [
     "lazy_scanner",
     "lru_manager",
     "manager",
+    "ours_example_tiering",
+    "ours_fs_tiering",
+    "ours_harness_tiering",
+    "ours_p2p_tiering",
+    "ours_peer_tiering",
     "p2p_tiering",
     "peer_tiering",
 ]

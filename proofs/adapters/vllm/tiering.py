@@ -86,7 +86,7 @@ from evictable.proofs.adapters.vllm.tiering_build import StubConnection, build_m
 from evictable.proofs.adapters.vllm.tiering_log import Recorder
 from evictable.proofs.adapters.vllm.tiering_snapshot import pending_owners, read_snapshot
 
-__all__ = ["KINDS", "VllmTiering"]
+__all__ = ["KINDS", "VllmTiering", "tier_entry"]
 
 KINDS = ("example", "fs", "harness", "serving", "peer", "p2p")
 """The tier kinds a `VllmTiering` builds (see the module docstring)."""
@@ -96,7 +96,7 @@ SETTLE_BACKSTOP_S = 30.0
 """How long the adapter waits for the fs tier's threads after a call (a hang backstop)."""
 
 
-def _entry(kind: str, index: int, spec: TierSpec, root: str | None) -> dict[str, Any]:
+def tier_entry(kind: str, index: int, spec: TierSpec, root: str | None) -> dict[str, Any]:
     if kind in ("example", "p2p"):
         return {"type": kind}
     if kind == "fs":
@@ -146,7 +146,7 @@ class VllmTiering:
         self.roots = [tempfile.mkdtemp(prefix="evictable-fs-") for k in kinds if k == "fs"]
         roots = iter(self.roots)
         entries = [
-            _entry(k, i, spec, next(roots) if k == "fs" else None)
+            tier_entry(k, i, spec, next(roots) if k == "fs" else None)
             for i, (k, spec) in enumerate(zip(kinds, config.tiers, strict=True))
         ]
         self.vllm: Any = build_manager(config.num_slots, entries)
@@ -262,6 +262,14 @@ class VllmTiering:
                 p.prepare_store([self.vkey(c.key)], ctx)
                 p.complete_store([self.vkey(c.key)], ctx)
                 p.on_request_finished(ctx)
+        self.write_copies(snap)
+        self.recorder.begin("start")  # the start is no call: an empty record
+        self.recorder.end()
+        self._settle()
+
+    def write_copies(self, snap: TieringSnapshot) -> None:
+        """Write the PRESENT tier copies of the start state `snap` into the tiers
+        directly (example, fs, harness; any other kind holds none)."""
         for n, copy in enumerate(sorted(snap.copies or (), key=lambda c: (c.tier, str(c.key)))):
             tier, kind, key = (
                 self.tiers[int(copy.tier)],
@@ -281,9 +289,6 @@ class VllmTiering:
                 list(tier.get_finished_jobs())
             else:
                 raise InvalidArgumentError(f"a {kind} tier holds no copies")
-        self.recorder.begin("start")  # the start is no call: an empty record
-        self.recorder.end()
-        self._settle()
 
     # --------------------------------------------------------- scheduler side
 

@@ -83,10 +83,13 @@ def offloading_config(num_slots: int, tiers: Sequence[dict[str, Any]]) -> Offloa
     )
 
 
-def build_manager(num_slots: int, tiers: Sequence[dict[str, Any]]) -> Any:
-    """A real `TieringOffloadingManager` made by vLLM's `TieringOffloadingSpec`, with
-    the p2p tier's transports stubbed (see the module docstring)."""
-    spec = TieringOffloadingSpec(offloading_config(num_slots, tiers))
+def build_manager(
+    num_slots: int, tiers: Sequence[dict[str, Any]], spec_class: type[Any] = TieringOffloadingSpec
+) -> Any:
+    """A real `TieringOffloadingManager` made by vLLM's `TieringOffloadingSpec` (or the
+    manager of `spec_class`, a subclass of it: `evictable.vllm.EvictableTieringSpec`),
+    with the p2p tier's transports stubbed (see the module docstring)."""
+    spec = spec_class(offloading_config(num_slots, tiers))
     with stub_p2p_transports():
         return spec.get_manager()
 

@@ -28,10 +28,16 @@ __all__ = [
     "p2p_tiering",
     "partner",
     "peer_tiering",
+    "tier_kinds",
 ]
 
 
-def _kinds(config: TieringConfig, serving: str | None, asynch: str | None, name: str) -> list[str]:
+def tier_kinds(
+    config: TieringConfig, serving: str | None, asynch: str | None, name: str
+) -> list[str]:
+    """One tier kind per `TierSpec` of `config`: `serving` for a serving tier, `asynch`
+    for one with asynchronous lookups, `example` for the others (`InvalidArgumentError`
+    for a tier `name` does not build: None given, or a request-level tier)."""
     kinds = []
     for i, spec in enumerate(config.tiers):
         kind = serving if spec.serving else asynch if spec.async_lookup else "example"
@@ -44,25 +50,25 @@ def _kinds(config: TieringConfig, serving: str | None, asynch: str | None, name:
 def example_tiering(config: TieringConfig) -> VllmTiering:
     """vLLM's orchestrator with vLLM's example tier for every tier (no serving, no
     probes, no request-level tiers: refused)."""
-    return VllmTiering(config, _kinds(config, None, None, "example_tiering"))
+    return VllmTiering(config, tier_kinds(config, None, None, "example_tiering"))
 
 
 def fs_tiering(config: TieringConfig) -> VllmTiering:
     """vLLM's fs tier (on a temporary directory) for every tier with asynchronous
     lookups, the example tier for the others; no serving tier."""
-    return VllmTiering(config, _kinds(config, None, "fs", "fs_tiering"))
+    return VllmTiering(config, tier_kinds(config, None, "fs", "fs_tiering"))
 
 
 def peer_tiering(config: TieringConfig) -> VllmTiering:
     """A serving tier is vLLM's p2p `ServerRole` behind our `PeerServerTier`; tiers
     with asynchronous lookups are fs tiers; the others example tiers."""
-    return VllmTiering(config, _kinds(config, "peer", "fs", "peer_tiering"))
+    return VllmTiering(config, tier_kinds(config, "peer", "fs", "peer_tiering"))
 
 
 def p2p_tiering(config: TieringConfig) -> VllmTiering:
     """A serving tier is vLLM's real `P2PSecondaryTierManager` (stub transports); tiers
     with asynchronous lookups are fs tiers; the others example tiers."""
-    return VllmTiering(config, _kinds(config, "p2p", "fs", "p2p_tiering"))
+    return VllmTiering(config, tier_kinds(config, "p2p", "fs", "p2p_tiering"))
 
 
 def harness_tiering(config: TieringConfig) -> VllmTiering:

@@ -75,7 +75,7 @@ from evictable.model.tiering_types import (
 from evictable.model.types import LruPolicySnapshot
 from evictable.proofs.adapters.vllm.manager import VllmManager
 
-__all__ = ["pending_owners", "read_snapshot"]
+__all__ = ["copies", "peers", "pending_owners", "phase_of", "probes", "read_snapshot"]
 
 
 def outcome_of(result: Any) -> JobOutcome:
@@ -102,7 +102,7 @@ def _named(a: Any, outcome: JobOutcome) -> JobOutcome:
     return replace(outcome, ok_keys=tuple(a.key(k) for k in outcome.ok_keys))
 
 
-def _phase(a: Any, index: int, job: int) -> tuple[JobPhase, JobOutcome | None]:
+def phase_of(a: Any, index: int, job: int) -> tuple[JobPhase, JobOutcome | None]:
     phase, outcome = _raw_phase(a, index, job)
     return phase, None if outcome is None else _named(a, outcome)
 
@@ -141,7 +141,7 @@ def _jobs(a: Any) -> tuple[JobEntry, ...]:
     out = []
     for job_id, meta in sorted(a.vllm._jobs.items()):
         tj = meta.transfer_job
-        phase, outcome = _phase(a, int(meta.tier_idx), int(job_id))
+        phase, outcome = phase_of(a, int(meta.tier_idx), int(job_id))
         out.append(
             JobEntry(
                 job=JobId(int(job_id)),
@@ -224,7 +224,7 @@ def _primary(a: Any) -> PrimarySnapshot:
     )
 
 
-def _copies(a: Any) -> frozenset[CopyEntry]:
+def copies(a: Any) -> frozenset[CopyEntry]:
     out: set[CopyEntry] = set()
     for i, (kind, tier) in enumerate(zip(a.kinds, a.tiers, strict=True)):
         t = TierId(i)
@@ -276,7 +276,7 @@ def _requests(a: Any) -> tuple[RequestEntry, ...]:
 _PROBE = {"PENDING": ProbePhase.QUEUED, "IN_FLIGHT": ProbePhase.IN_FLIGHT}
 
 
-def _probes(a: Any) -> frozenset[ProbeEntry]:
+def probes(a: Any) -> frozenset[ProbeEntry]:
     out: set[ProbeEntry] = set()
     for i, (kind, tier) in enumerate(zip(a.kinds, a.tiers, strict=True)):
         if kind == "fs":
@@ -313,7 +313,7 @@ def _servers(a: Any, index: int) -> Iterator[Any]:
             yield session._server
 
 
-def _peers(a: Any) -> tuple[PeerEntry, ...]:
+def peers(a: Any) -> tuple[PeerEntry, ...]:
     out: list[PeerEntry] = []
     for i, kind in enumerate(a.kinds):
         t = TierId(i)
@@ -366,12 +366,12 @@ def read_snapshot(a: Any) -> TieringSnapshot:
     return TieringSnapshot(
         config=a.config,
         primary=_primary(a),
-        copies=_copies(a),
+        copies=copies(a),
         jobs=_jobs(a),
         staged=_staged(a),
         requests=_requests(a),
-        probes=_probes(a),
-        peers=_peers(a),
+        probes=probes(a),
+        peers=peers(a),
         pending_work=bool(m.has_pending_work()),
         gate=bool(m._processed_jobs_this_step),
         held=bool(m._promotions_held),

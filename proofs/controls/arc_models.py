@@ -151,6 +151,12 @@ def floor_division_b1_hit(target: float, b1: int, b2: int, capacity: int) -> flo
     return min(target + max(1, b2 // b1), capacity)
 
 
+def floor_division_b2_hit(target: float, b1: int, b2: int) -> float:
+    """The same slip in the B2 step: `|B1| // |B2|` (told apart only when |B1| >= 1,
+    where the B1 step is checked too)."""
+    return max(target - max(1, b1 // b2), 0.0)
+
+
 def leaky_touch_relation(lg: Logic, k: KeyView, n: KeyView, p: Params) -> Any:
     """Broken touch relation: a ready T1 key joins T2 but stays in T1."""
     promoted = lg.and_(p.is_x, k.t1, lg.ge(k.ref, 0))

@@ -296,6 +296,13 @@ def more_consecution_controls(machine: Machine) -> dict[str, list[tuple[Variant,
         if op != "prepare_store":
             variant = Variant(counters=forgetting(op, what))
             out.setdefault(op, []).append((variant, f"{op} forgetting {text}"))
+    out["reset_cache"].append(
+        (
+            Variant(counters=forgetting("reset_cache", "reset_pending")),
+            "reset_cache forgetting the zeroing of num_pending alone (each counter's "
+            "claim is made, not only the first's)",
+        )
+    )
     return out
 
 
@@ -334,7 +341,9 @@ def fold_controls(machine: Machine) -> dict[str, list[tuple[Variant, str, tuple[
     lemma's step, at any position, does), one whose *walk* leaves out every key from
     the third on (the lemma's steps are sound: only the agreement sees it), and, where
     duplicates are refused, one whose duplicate check stops after the second key (the
-    lemma's accepted_keys_distinct)."""
+    lemma's accepted_keys_distinct); `prepare_store` also one that evicts although
+    refused (the exit) and one whose victims may be its own keys (the eviction step's
+    input_keys_not_evicted)."""
     out: dict[str, list[tuple[Variant, str, tuple[str, ...]]]] = {}
     for op, (event, source, target, hook) in _POSITIONAL.items():
         out[op] = [
@@ -358,6 +367,13 @@ def fold_controls(machine: Machine) -> dict[str, list[tuple[Variant, str, tuple[
                     ("fold lemma",),
                 )
             )
+            out[op].append(
+                (
+                    Variant(protects_input=False),
+                    "a prepare_store whose policy may hand back a key of the call itself",
+                    ("fold lemma",),
+                )
+            )
         if op != "touch":  # touch takes duplicates
             out[op].append(
                 (
@@ -371,13 +387,16 @@ def fold_controls(machine: Machine) -> dict[str, list[tuple[Variant, str, tuple[
 
 def forgetting(op: str, what: str) -> CounterRule:
     """`counters_after`, except that `op` forgets the update by `what` (a `CallCounts`
-    field; "reset" for `reset_cache`'s zeroing)."""
+    field; "reset" for `reset_cache`'s zeroing of both counters, "reset_pending" for
+    its zeroing of num_pending alone)."""
 
     def rule(name: str, ne: Any, np_: Any, n: CallCounts) -> tuple[Any, Any]:
         if name != op:
             return counters_after(name, ne, np_, n)
         if what == "reset":
             return ne, np_
+        if what == "reset_pending":
+            return counters_after(name, ne, np_, n)[0], np_
         return counters_after(name, ne, np_, replace(n, **{what: 0}))
 
     return rule

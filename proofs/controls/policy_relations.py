@@ -121,7 +121,8 @@ def _b2_hit_grows(target: Term, b1: Term, b2: Term) -> Term:
 
 ARC_CONTROLS: dict[str, list[tuple[str, ArcHooks]]] = {
     "prepare_store": [
-        ("ghost lists never trimmed (GhostsNeverTrimmed)", replace(ARC_HOOKS, trims=False)),
+        ("B1 never trimmed", replace(ARC_HOOKS, trims=frozenset({"b2"}))),
+        ("B2 never trimmed", replace(ARC_HOOKS, trims=frozenset({"b1"}))),
         (
             "stored does not advance the resident clock",
             replace(ARC_HOOKS, stored=_insert_keeps_clock),
@@ -166,7 +167,8 @@ BREAKS: dict[str, tuple[str, ...]] = {
     "touch walks first to last (ForwardTouch)": ("touch_first_key_most_recent",),
     "touch lists pinned and pending keys (TouchMovesPinned)": _LIST,
     "clear keeps the list": _LIST,
-    "ghost lists never trimmed (GhostsNeverTrimmed)": ("arc_ghosts_bounded",),
+    "B1 never trimmed": ("arc_ghosts_bounded",),
+    "B2 never trimmed": ("arc_ghosts_bounded",),
     "stored does not advance the resident clock": (
         "arc_resident_stamps_below_clock",
         "arc_resident_stamps_distinct",

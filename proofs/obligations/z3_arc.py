@@ -5,8 +5,12 @@ inductive (Z3), each with a broken encoding.
 from __future__ import annotations
 
 from evictable.model.arc import target_after_b1_hit, target_after_b2_hit
-from evictable.proofs.base.records import Kind, Obligation
-from evictable.proofs.controls.arc_models import floor_division_b1_hit, leaky_touch_relation
+from evictable.proofs.base.records import Kind, Obligation, every_refuted
+from evictable.proofs.controls.arc_models import (
+    floor_division_b1_hit,
+    floor_division_b2_hit,
+    leaky_touch_relation,
+)
 from evictable.proofs.z3.arc import (
     RELATIONS,
     check_encoding,
@@ -40,8 +44,15 @@ def obligations(level: str) -> list[Obligation]:
             "arc.z3.target_encoding_matches_model",
             "the Z3 target terms compute model.arc's target functions (N ≤ 4, all sizes)",
             check_encoding(target_after_b1_hit, target_after_b2_hit),
-            check_encoding(floor_division_b1_hit, target_after_b2_hit),
-            "a B1 hit computed with integer division is told apart from the encoding",
+            lambda backstop_s: every_refuted(
+                [
+                    ("b1 // b2", check_encoding(floor_division_b1_hit, target_after_b2_hit)),
+                    ("b2 // b1", check_encoding(target_after_b1_hit, floor_division_b2_hit)),
+                ],
+                backstop_s,
+            ),
+            "a B1 hit, and a B2 hit beside a non-empty B1, computed with integer division "
+            "are each told apart from the encoding",
             tags=("z3", "arc"),
             kind=Kind.EXPLORED,
             bounds="N <= 4, every list size, 8 targets per N",

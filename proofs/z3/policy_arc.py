@@ -177,8 +177,9 @@ class ArcHooks:
     became_evictable: Hook1 = _idle
     became_pinned: Hook1 = _busy
     b2_hit: Callable[[Term, Term, Term], Term] = _b2_hit
-    trims: bool = True
-    """False: the ghost lists are never trimmed (`GhostsNeverTrimmed`)."""
+    trims: frozenset[str] = frozenset({"b1", "b2"})
+    """The ghost lists trimmed to N after an eviction (a control leaves one out, or
+    both: `GhostsNeverTrimmed`)."""
     clears_idle: bool = True
     least_recent: bool = True
     """False: each round of the victims' choice takes its list's most recent eligible
@@ -265,8 +266,10 @@ def compose(
                 idle=_set(p.idle, v, False, a.active),
             )
             p = _ghost(p, v, a.active)
-        if hooks.trims:
-            p = replace(p, b1=_trim(p.b1, p.gstamp, cap), b2=_trim(p.b2, p.gstamp, cap))
+        if "b1" in hooks.trims:
+            p = replace(p, b1=_trim(p.b1, p.gstamp, cap))
+        if "b2" in hooks.trims:
+            p = replace(p, b2=_trim(p.b2, p.gstamp, cap))
         if step.need is not None:  # evict fails exactly when too few keys are eligible
             eligible = [
                 z3.And(pre.idle(u), z3.Or(pre.t1(u), pre.t2(u)), outside(u))

@@ -58,7 +58,8 @@ def test_both_policies_have_a_record_per_operation() -> None:
 @pytest.mark.parametrize(
     ("op", "what", "claim"),
     [
-        ("prepare_store", "never trimmed", "arc_ghosts_bounded"),
+        ("prepare_store", "B1 never trimmed", "arc_ghosts_bounded"),
+        ("prepare_store", "B2 never trimmed", "arc_ghosts_bounded"),
         ("prepare_load", "PinnedStaysIdle", "arc_idle_is_the_evictable_set"),
         ("touch", "B2HitGrowsTarget", "arc_target_within_0_capacity"),
         ("complete_store.failure", "leaves the key in T1", "arc_t1_t2_partition_residents"),

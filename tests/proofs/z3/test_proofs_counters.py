@@ -60,3 +60,11 @@ def test_the_rule_is_the_implementations_arithmetic() -> None:
     assert counters_after("complete_load", 5, 0, did) == (7, 0)
     assert counters_after("touch", 5, 1, did) == (5, 1)
     assert counters_after("reset_cache", 5, 1, did) == (0, 0)
+
+
+def test_a_reset_forgetting_only_num_pending_is_refuted_on_num_pending() -> None:
+    variant = Variant(counters=forgetting("reset_cache", "reset_pending"))
+    outcome = check_consecution(REFERENCE, "reset_cache", 2, BACKSTOP_S, variant)
+    assert outcome.status is Status.COUNTEREXAMPLE
+    assert "num_pending_tracks_count" in outcome.counterexample
+    assert "num_evictable_tracks_count" not in outcome.counterexample.split("violated:")[-1]

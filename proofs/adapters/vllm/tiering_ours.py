@@ -1,6 +1,6 @@
-"""Our tiering orchestrator as it runs inside vLLM 0.33 (`evictable.vllm.
-EvictableTieringSpec`), over vLLM's own secondary tiers, behind the tiering adapter
-protocol (`proofs.base.tiering_protocol.TieringAdapter`).
+"""Our tiering orchestrator as vLLM 0.33 builds it from `EvictableTieringSpec`, over
+vLLM's own secondary tiers, behind the tiering adapter protocol
+(`proofs.base.tiering_protocol.TieringAdapter`).
 
 `OursOverVllm(config, kinds)` is built exactly as vLLM builds it from
 `spec_name: EvictableTieringSpec` (`tiering_build.build_manager` with our spec class:

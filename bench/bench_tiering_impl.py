@@ -14,6 +14,9 @@ time (`time.process_time`) is charged to the side that ran it; `ratio` is vLLM's
 per-step cost over ours (> 1: ours is cheaper), the median over `rounds` rounds, with
 the spread (min..max). Calls and scan answers per side are reported: the two sides see
 the same arrivals, and their answers may differ where their victims do.
+`pinned_on_top` asks whether the cost is flat in the pinned fraction: the same
+workload on 1,024 unpinned chunks with pinned chunks added on top (so the work is the
+same and only the number of pinned chunks grows), each side's cost over its own at 0%.
 
 Without vLLM (the main venv) only our side is measured and the vLLM side says why.
 `python -m bench.bench_tiering_impl [--quick]` (with the interop venv's python for
@@ -237,10 +240,14 @@ def long_prefix(slots: int, length: int, limit: int) -> dict[str, Any]:
 class Scheduler:
     """The workload on one orchestrator (see the module doc)."""
 
-    def __init__(self, side: Any, slots: int, pinned: float, seed: int) -> None:
+    def __init__(
+        self, side: Any, slots: int, pinned: float, seed: int, work: int | None = None
+    ) -> None:
+        """`work`: the chunks the shared documents are sized by (default `slots`)."""
         self.side = side
         self.rng = random.Random(seed)
-        self.docs = [[key(d * 100_000 + i) for i in range(32)] for d in range(max(4, slots // 16))]
+        docs = max(4, (slots if work is None else work) // 16)
+        self.docs = [[key(d * 100_000 + i) for i in range(32)] for d in range(docs)]
         self.waiting: list[tuple[str, list[bytes]]] = []
         self.loading: list[tuple[str, list[bytes], list[bytes]]] = []
         self.storing: list[tuple[str, list[bytes]]] = []
@@ -294,13 +301,15 @@ class Scheduler:
         s.end_step()
 
 
-def _point(slots: int, tiers: int, pinned: float, steps: int, rounds: int) -> dict[str, Any]:
+def _point(
+    slots: int, tiers: int, pinned: float, steps: int, rounds: int, work: int | None = None
+) -> dict[str, Any]:
     makers, why = _makers()
     per_step: dict[str, list[float]] = {name: [] for name in makers}
     answers: dict[str, Any] = {}
     for r in range(rounds):
         sides = {
-            name: Scheduler(make(slots, tiers), slots, pinned, seed=r)
+            name: Scheduler(make(slots, tiers), slots, pinned, seed=r, work=work)
             for name, make in makers.items()
         }
         spent = dict.fromkeys(sides, 0.0)
@@ -314,6 +323,8 @@ def _point(slots: int, tiers: int, pinned: float, steps: int, rounds: int) -> di
             per_step[name].append(spent[name] / steps)
             answers[name] = sides[name].answers
     out: dict[str, Any] = {"slots": slots, "tiers": tiers, "pinned": pinned, "steps": steps}
+    if work is not None:
+        out["work"] = work
     for name, xs in per_step.items():
         out[f"{name}_step_us"] = round(statistics.median(xs) * 1e6, 1)
     out["answers"] = answers
@@ -329,6 +340,22 @@ def _point(slots: int, tiers: int, pinned: float, steps: int, rounds: int) -> di
     return out
 
 
+def pinned_on_top(work: int, fractions: Iterable[float], steps: int, rounds: int) -> dict[str, Any]:
+    """Flatness in the pinned fraction: the same workload (documents sized by `work`)
+    on a primary of `work` unpinned chunks with a fraction `p` of pinned chunks added
+    on top (`work / (1 - p)` chunks in all), so only the number of pinned chunks
+    changes; per side, each point's per-step cost over the cost at 0% pinned (1.0:
+    flat)."""
+    points = [_point(round(work / (1 - p)), 1, p, steps, rounds, work=work) for p in fractions]
+    growth: dict[str, list[float]] = {}
+    for name in ("ours", "vllm", "ours_in_vllm"):
+        field = f"{name}_step_us"
+        if field in points[0]:
+            base = points[0][field]
+            growth[name] = [round(pt[field] / base, 2) for pt in points]
+    return {"work": work, "points": points, "growth": growth}
+
+
 def run(quick: bool) -> dict[str, Any]:
     """Every point of the grid; see the module doc."""
     grid = [(1024, 1, 0.0), (1024, 2, 0.0), (1024, 1, 0.9)]
@@ -338,8 +365,10 @@ def run(quick: bool) -> dict[str, Any]:
     points = [_point(s, t, p, steps, rounds) for s, t, p in grid]
     limit = 50 if quick else 200
     prefixes = [long_prefix(s, n, limit) for s, n in ((8, 12), (64, 96))]
+    flat = pinned_on_top(1024, (0.0, 0.5, 0.9) if not quick else (0.0, 0.9), steps, rounds)
     return {
         "points": points,
+        "pinned_on_top": flat,
         "long_prefix": prefixes,
         "notes": [
             "ratio = vLLM's CPU seconds per step / ours (> 1: ours is cheaper), median of "
@@ -347,6 +376,8 @@ def run(quick: bool) -> dict[str, Any]:
             "ratio_inside = vLLM's per step / ours inside vLLM (EvictableTieringSpec, the "
             "connector's per-key lookups under the manager's lock)",
             "long_prefix: steps until a scan of a prefix longer than the primary answers",
+            "pinned_on_top: the same workload with pinned chunks added on top of 1,024 "
+            "unpinned ones; growth = per-step cost over the cost at 0% pinned (1.0: flat)",
         ],
     }
 

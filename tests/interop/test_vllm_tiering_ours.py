@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("vllm")
+
 from evictable.model.tiering_types import Profile, TieringSnapshot
 from evictable.proofs.adapters.vllm import tiering_ours
 from evictable.proofs.adapters.vllm.tiering_factories import tier_kinds

@@ -35,6 +35,7 @@ from vllm.v1.kv_offload.config import (
     OffloadingModelConfig,
     OffloadingParallelConfig,
 )
+from vllm.v1.kv_offload.factory import OffloadingSpecFactory
 from vllm.v1.kv_offload.tiering.p2p.control.base import ControlConnection, ControlTransport
 from vllm.v1.kv_offload.tiering.p2p.data.base import DataTransport, PollResult
 from vllm.v1.kv_offload.tiering.spec import TieringOffloadingSpec
@@ -84,12 +85,24 @@ def offloading_config(num_slots: int, tiers: Sequence[dict[str, Any]]) -> Offloa
 
 
 def build_manager(
-    num_slots: int, tiers: Sequence[dict[str, Any]], spec_class: type[Any] = TieringOffloadingSpec
+    num_slots: int,
+    tiers: Sequence[dict[str, Any]],
+    spec_name: str = "TieringOffloadingSpec",
+    spec_module_path: str | None = None,
 ) -> Any:
-    """A real `TieringOffloadingManager` made by vLLM's `TieringOffloadingSpec` (or the
-    manager of `spec_class`, a subclass of it: `evictable.vllm.EvictableTieringSpec`),
-    with the p2p tier's transports stubbed (see the module docstring)."""
-    spec = spec_class(offloading_config(num_slots, tiers))
+    """A real `TieringOffloadingManager` made by vLLM's `TieringOffloadingSpec`, with
+    the p2p tier's transports stubbed (see the module docstring); or the manager of
+    the spec that vLLM's `OffloadingSpecFactory` loads for `spec_name` /
+    `spec_module_path`, as a user's config selects an out-of-tree spec
+    (`EvictableTieringSpec` from `evictable.vllm`: our orchestrator)."""
+    config = offloading_config(num_slots, tiers)
+    if spec_name == "TieringOffloadingSpec" and spec_module_path is None:
+        spec = TieringOffloadingSpec(config)
+    else:
+        config.extra_config["spec_name"] = spec_name
+        if spec_module_path is not None:
+            config.extra_config["spec_module_path"] = spec_module_path
+        spec = OffloadingSpecFactory.create_spec(config)
     with stub_p2p_transports():
         return spec.get_manager()
 

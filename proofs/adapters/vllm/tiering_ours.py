@@ -80,10 +80,9 @@ from evictable.proofs.adapters.vllm.tiering import KINDS, VllmTiering, tier_entr
 from evictable.proofs.adapters.vllm.tiering_build import build_manager
 from evictable.proofs.adapters.vllm.tiering_factories import tier_kinds
 from evictable.proofs.adapters.vllm.tiering_snapshot import copies, peers, phase_of, probes
-from evictable.vllm.tiering import EvictableTieringSpec, RegionLock
-from evictable.vllm.tiers import PeerShim
 
 __all__ = [
+    "SPEC",
     "OursOverVllm",
     "ours_example_tiering",
     "ours_fs_tiering",
@@ -91,6 +90,10 @@ __all__ = [
     "ours_p2p_tiering",
     "ours_peer_tiering",
 ]
+
+
+SPEC = ("EvictableTieringSpec", "evictable.vllm")
+"""The `spec_name` and `spec_module_path` a user's config gives vLLM to select ours."""
 
 
 class _Record:
@@ -132,7 +135,7 @@ class OursOverVllm(VllmTiering):
             tier_entry(k, i, spec, next(roots) if k == "fs" else None)
             for i, (k, spec) in enumerate(zip(kinds, config.tiers, strict=True))
         ]
-        self.vllm: Any = build_manager(config.num_slots, entries, EvictableTieringSpec)
+        self.vllm: Any = build_manager(config.num_slots, entries, *SPEC)
         self.tiers: list[Any] = list(self.vllm.secondary_tiers)
         self.told: Counter[tuple[str, int]] = Counter()
         """(request, tier) -> how many times the tier was told the request ended."""
@@ -163,7 +166,7 @@ class OursOverVllm(VllmTiering):
         orch.log = []
         orch.max_gone = TieringManager(1).max_gone
         self.vllm.orch = self.orch = orch
-        self.vllm.region_lock = RegionLock(orch)
+        self.vllm.region_lock = type(self.vllm.region_lock)(orch)
 
     def _call(self, name: str, fn: Callable[[], Any], *, lock: bool = True) -> Any:
         try:
@@ -285,26 +288,36 @@ class OursOverVllm(VllmTiering):
             self._settle()
 
     def peer_gives_up(self, tier: TierId) -> None:
+        """The deadline of the oldest peer lookup parked at serving tier `tier` passes:
+        inside one serve of that tier (our orchestrator's `serve`, through `VllmTier`
+        and its `ParentManager`), the tier answers the lookup's pending keys MISS and
+        ends its request, as at a serve past the deadline."""
         t = self._tier(tier, "serving", "peer", "p2p")
         kind, index = self.kinds[int(tier)], int(tier)
-        orch = self.orch
+        raised: list[BaseException] = []
 
-        def run() -> None:
-            orch.begin()
-            orch.serving_now = index
-            shim = PeerShim(orch.parents[index], self.vllm.contexts)
+        def give(parent: Any) -> None:
             try:
                 if kind == "serving":
-                    t.give_up(shim)
+                    t.give_up(parent)
                     return
                 servers = (
                     [t.server] if kind == "peer" else [s._server for s in t._sessions.values()]
                 )
-                if not any(give_up(server, shim) for server in servers):
+                if not any(give_up(server, parent) for server in servers):
                     raise UnknownJobError(tier, "no peer lookup parked at this tier")
+            except BaseException as exc:  # the serve counts a tier's error: ours to report
+                raised.append(exc)
+
+        def run() -> None:
+            self.orch.begin()
+            t.serve_external_requests = give
+            try:
+                self.orch.serve(index)
             finally:
-                orch.serving_now = -1
-                orch.hold_end()
+                del t.serve_external_requests
+            if raised:
+                raise raised[0]
 
         self._call("peer_gives_up", run)
 

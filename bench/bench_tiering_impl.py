@@ -344,16 +344,44 @@ def pinned_on_top(work: int, fractions: Iterable[float], steps: int, rounds: int
     """Flatness in the pinned fraction: the same workload (documents sized by `work`)
     on a primary of `work` unpinned chunks with a fraction `p` of pinned chunks added
     on top (`work / (1 - p)` chunks in all), so only the number of pinned chunks
-    changes; per side, each point's per-step cost over the cost at 0% pinned (1.0:
-    flat)."""
-    points = [_point(round(work / (1 - p)), 1, p, steps, rounds, work=work) for p in fractions]
-    growth: dict[str, list[float]] = {}
-    for name in ("ours", "vllm", "ours_in_vllm"):
-        field = f"{name}_step_us"
-        if field in points[0]:
-            base = points[0][field]
-            growth[name] = [round(pt[field] / base, 2) for pt in points]
-    return {"work": work, "points": points, "growth": growth}
+    changes. Every (fraction, side) pair is stepped interleaved with the others, step
+    by step, so the machine's load falls on all alike; per side, `growth` is each
+    fraction's per-step cost over its cost at the first fraction (1.0: flat), the
+    median over rounds, with the spread."""
+    makers, why = _makers()
+    fracs = list(fractions)
+    costs: dict[tuple[str, float], list[float]] = {(n, f): [] for n in makers for f in fracs}
+    for r in range(rounds):
+        sides = {
+            (name, f): Scheduler(
+                make(round(work / (1 - f)), 1), round(work / (1 - f)), f, seed=r, work=work
+            )
+            for name, make in makers.items()
+            for f in fracs
+        }
+        spent = dict.fromkeys(sides, 0.0)
+        gc.collect()
+        for _ in range(steps):
+            for pair, sched in sides.items():
+                t = time.process_time()
+                sched.step()
+                spent[pair] += time.process_time() - t
+        for pair in sides:
+            costs[pair].append(spent[pair] / steps)
+    out: dict[str, Any] = {"work": work, "pinned": fracs, "steps": steps, "rounds": rounds}
+    for name in makers:
+        out[f"{name}_step_us"] = [
+            round(statistics.median(costs[(name, f)]) * 1e6, 1) for f in fracs
+        ]
+        grows = [
+            [c / b for c, b in zip(costs[(name, f)], costs[(name, fracs[0])], strict=True)]
+            for f in fracs
+        ]
+        out[f"{name}_growth"] = [round(statistics.median(g), 2) for g in grows]
+        out[f"{name}_growth_spread"] = [[round(min(g), 2), round(max(g), 2)] for g in grows]
+    if why:
+        out["vllm"] = why
+    return out
 
 
 def run(quick: bool) -> dict[str, Any]:

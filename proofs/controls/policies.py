@@ -191,6 +191,25 @@ class NoT1Fallback(ARCCachePolicy):
         return super().evict(n, protected)
 
 
+IgnoresTarget = mutant(
+    ARC,
+    "ARCCachePolicy",
+    Edit(
+        "ARCCachePolicy.evict",
+        "self.t1_size - int(self.target_t1_size) >= n - 1",
+        "self.t1_size >= n - 1",
+    ),
+    Edit(
+        "ARCCachePolicy.evict",
+        "int(self.target_t1_size), n, protected)",
+        "0, n, protected)  # BUG: the target is ignored",
+    ),
+    name="IgnoresTarget",
+    doc="`evict` takes T1's least recent idle entry first whatever the adaptive target "
+    "(T2 only when T1 has none): an ARC that never adapts which list it evicts from.",
+)
+
+
 TouchPromotesPending = mutant(
     ARC,
     "ARCCachePolicy",
@@ -408,6 +427,7 @@ ARC_BUGS: tuple[SeededBug, ...] = (
         )
         for name, cls in (
             ("no_t1_fallback", NoT1Fallback),
+            ("ignores_target", IgnoresTarget),
             ("touch_promotes_pending", TouchPromotesPending),
             ("ghosts_never_trimmed", GhostsNeverTrimmed),
             ("evictable_moves_to_mru", EvictableMovesToMru),

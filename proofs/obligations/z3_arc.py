@@ -55,7 +55,7 @@ def obligations(level: str) -> list[Obligation]:
             "are each told apart from the encoding",
             tags=("z3", "arc"),
             kind=Kind.EXPLORED,
-            bounds="N <= 4, every list size, 8 targets per N",
+            bounds="N <= 4, every list size, the 7 targets i*N/6 per N",
         ),
     ]
     obs.append(

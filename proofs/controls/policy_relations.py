@@ -14,7 +14,7 @@ from typing import Any
 
 import z3
 
-from evictable.proofs.z3.arc import b1_hit_term
+from evictable.proofs.z3.arc import b1_hit_term, b2_hit_term
 from evictable.proofs.z3.policy_arc import ARC_HOOKS, ArcHooks, ArcState
 from evictable.proofs.z3.policy_lru import LRU_HOOKS, LruHooks, LruState
 
@@ -114,6 +114,11 @@ def _insert_keeps_clock(p: ArcState, key: Term, when: Term) -> ArcState:
     return replace(stored, rclock=p.rclock)
 
 
+def _b2_hit_unfloored(target: Term, b1: Term, b2: Term) -> Term:
+    """A B2 hit that subtracts without the floor at 0 (the target can go negative)."""
+    return b2_hit_term(target, b1, b2, floored=False)
+
+
 def _b2_hit_grows(target: Term, b1: Term, b2: Term) -> Term:
     """`B2HitGrowsTarget`: a B2 hit adds instead of subtracting (no cap either)."""
     return b1_hit_term(target, b2, b1, 0, capped=False)
@@ -145,6 +150,7 @@ ARC_CONTROLS: dict[str, list[tuple[str, ArcHooks]]] = {
     ],
     "touch": [
         ("a B2 hit grows the target (B2HitGrowsTarget)", replace(ARC_HOOKS, b2_hit=_b2_hit_grows)),
+        ("a B2 hit below 0 (no floor)", replace(ARC_HOOKS, b2_hit=_b2_hit_unfloored)),
         ("a touch leaves the key's place in its list", replace(ARC_HOOKS, touch_reorders=False)),
     ],
     "reset_cache": [("clear keeps the idle view", replace(ARC_HOOKS, clears_idle=False))],
@@ -177,6 +183,7 @@ BREAKS: dict[str, tuple[str, ...]] = {
     "aborted leaves the key in T1": ("arc_t1_t2_partition_residents",),
     "became_pinned leaves the key idle (PinnedStaysIdle)": _IDLE,
     "a B2 hit grows the target (B2HitGrowsTarget)": ("arc_target_within_0_capacity",),
+    "a B2 hit below 0 (no floor)": ("arc_target_within_0_capacity",),
     "a touch leaves the key's place in its list": ("arc_touched_first_most_recent",),
     "clear keeps the idle view": _IDLE,
 }

@@ -301,6 +301,19 @@ class Scheduler:
         s.end_step()
 
 
+def _interleaved(sides: dict[Any, Scheduler], steps: int) -> dict[Any, float]:
+    """Step every scheduler `steps` times, one step of each in turn, charging each
+    step's CPU time to its scheduler; the CPU seconds per step of each."""
+    spent = dict.fromkeys(sides, 0.0)
+    gc.collect()
+    for _ in range(steps):
+        for name, sched in sides.items():
+            t = time.process_time()
+            sched.step()
+            spent[name] += time.process_time() - t
+    return {name: total / steps for name, total in spent.items()}
+
+
 def _point(
     slots: int, tiers: int, pinned: float, steps: int, rounds: int, work: int | None = None
 ) -> dict[str, Any]:
@@ -312,15 +325,9 @@ def _point(
             name: Scheduler(make(slots, tiers), slots, pinned, seed=r, work=work)
             for name, make in makers.items()
         }
-        spent = dict.fromkeys(sides, 0.0)
-        gc.collect()
-        for _ in range(steps):
-            for name, sched in sides.items():
-                t = time.process_time()
-                sched.step()
-                spent[name] += time.process_time() - t
+        spent = _interleaved(sides, steps)
         for name in sides:
-            per_step[name].append(spent[name] / steps)
+            per_step[name].append(spent[name])
             answers[name] = sides[name].answers
     out: dict[str, Any] = {"slots": slots, "tiers": tiers, "pinned": pinned, "steps": steps}
     if work is not None:
@@ -359,15 +366,9 @@ def pinned_on_top(work: int, fractions: Iterable[float], steps: int, rounds: int
             for name, make in makers.items()
             for f in fracs
         }
-        spent = dict.fromkeys(sides, 0.0)
-        gc.collect()
-        for _ in range(steps):
-            for pair, sched in sides.items():
-                t = time.process_time()
-                sched.step()
-                spent[pair] += time.process_time() - t
+        spent = _interleaved(sides, steps)
         for pair in sides:
-            costs[pair].append(spent[pair] / steps)
+            costs[pair].append(spent[pair])
     out: dict[str, Any] = {"work": work, "pinned": fracs, "steps": steps, "rounds": rounds}
     for name in makers:
         out[f"{name}_step_us"] = [

@@ -139,6 +139,19 @@ class VllmTiering:
     """One vLLM `TieringOffloadingManager` with the tiering adapter protocol."""
 
     def __init__(self, config: TieringConfig, kinds: Sequence[str]) -> None:
+        self._build(config, kinds, "TieringOffloadingSpec", None)
+        self.primary: Any = self.vllm.primary_tier
+        self.recorder = Recorder(self)
+        self.shim = SimpleNamespace(
+            manager=self.vllm, _events_tracker=SimpleNamespace(record_lookup=_ignore)
+        )
+
+    def _build(
+        self, config: TieringConfig, kinds: Sequence[str], spec_name: str, module: str | None
+    ) -> None:
+        """Validate `kinds`, build the manager of spec `spec_name` (from `module`, as a
+        user's config names an out-of-tree spec) over a tier per kind (fs tiers on
+        temporary directories), and start the engine-side bookkeeping empty."""
         if len(kinds) != len(config.tiers) or any(k not in KINDS for k in kinds):
             raise InvalidArgumentError(f"one tier kind per tier of {config}, from {KINDS}")
         self.config = config
@@ -149,8 +162,7 @@ class VllmTiering:
             tier_entry(k, i, spec, next(roots) if k == "fs" else None)
             for i, (k, spec) in enumerate(zip(kinds, config.tiers, strict=True))
         ]
-        self.vllm: Any = build_manager(config.num_slots, entries)
-        self.primary: Any = self.vllm.primary_tier
+        self.vllm: Any = build_manager(config.num_slots, entries, spec_name, module)
         self.tiers: list[Any] = list(self.vllm.secondary_tiers)
         self.contexts: dict[str, Any] = {}
         self.stores: dict[str, list[Key]] = {}
@@ -164,10 +176,6 @@ class VllmTiering:
         self.peers: dict[int, StubConnection] = {}
         self.peer_rounds: dict[int, int] = {}
         self.closed = False
-        self.recorder = Recorder(self)
-        self.shim = SimpleNamespace(
-            manager=self.vllm, _events_tracker=SimpleNamespace(record_lookup=_ignore)
-        )
 
     # -------------------------------------------------------------- helpers
 

@@ -42,8 +42,6 @@ vLLM's connector would drop before it.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
@@ -76,8 +74,7 @@ from evictable.model.tiering_types import (
 )
 from evictable.model.types import Key
 from evictable.proofs.adapters.vllm.harness_tier import give_up
-from evictable.proofs.adapters.vllm.tiering import KINDS, VllmTiering, tier_entry
-from evictable.proofs.adapters.vllm.tiering_build import build_manager
+from evictable.proofs.adapters.vllm.tiering import VllmTiering
 from evictable.proofs.adapters.vllm.tiering_factories import tier_kinds
 from evictable.proofs.adapters.vllm.tiering_snapshot import copies, peers, phase_of, probes
 
@@ -124,33 +121,14 @@ class OursOverVllm(VllmTiering):
         seeded-bug copy of it, `proofs.controls.ours_tiering`)."""
         if not isinstance(config, TieringConfig):
             raise InvalidArgumentError(f"config must be a TieringConfig, got {config!r}")
-        if len(kinds) != len(config.tiers) or any(k not in KINDS for k in kinds):
-            raise InvalidArgumentError(f"one tier kind per tier of {config}, from {KINDS}")
-        self.config = config
-        self.kinds = tuple(kinds)
         self.cls = cls
-        self.roots = [tempfile.mkdtemp(prefix="evictable-fs-") for k in kinds if k == "fs"]
-        roots = iter(self.roots)
-        entries = [
-            tier_entry(k, i, spec, next(roots) if k == "fs" else None)
-            for i, (k, spec) in enumerate(zip(kinds, config.tiers, strict=True))
-        ]
-        self.vllm: Any = build_manager(config.num_slots, entries, *SPEC)
-        self.tiers: list[Any] = list(self.vllm.secondary_tiers)
+        self._build(config, kinds, *SPEC)
         self.told: Counter[tuple[str, int]] = Counter()
         """(request, tier) -> how many times the tier was told the request ended."""
         for i, wrapped in enumerate(self.vllm.wrapped):
             wrapped.request_finished = self._counting(i, wrapped.request_finished)
         self.orch: TieringManager = self.vllm.orch
         self._adopt(self.orch)
-        self.contexts: dict[str, Any] = {}
-        self.stores: dict[str, list[Key]] = {}
-        self.loads: dict[str, list[Key]] = {}
-        self.keys_seen: dict[bytes, Key] = {}
-        self.vkeys: dict[Hashable, Key] = {}
-        self.peers: dict[int, Any] = {}
-        self.peer_rounds: dict[int, int] = {}
-        self.closed = False
         self.recorder: Any = _Record(self)
 
     def _counting(self, index: int, fn: Callable[[ReqId], None]) -> Callable[[ReqId], None]:
@@ -245,14 +223,6 @@ class OursOverVllm(VllmTiering):
 
     def reset_flushed(self) -> None:
         self._call("reset_flushed", self.orch.reset_flushed)
-
-    def shutdown(self) -> None:
-        try:
-            self._call("shutdown", self.vllm.shutdown, lock=False)
-        finally:
-            self.closed = True
-            for root in self.roots:
-                shutil.rmtree(root, ignore_errors=True)
 
     def has_pending_work(self) -> bool:
         with self.orch.lock:

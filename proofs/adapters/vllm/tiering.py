@@ -455,24 +455,28 @@ class VllmTiering:
 
     def peer_gives_up(self, tier: TierId) -> None:
         t = self._tier(tier, "serving", "peer", "p2p")
-        kind = self.kinds[int(tier)]
         parent = self.vllm._tier_parents[t]
 
         def run() -> None:
             self.recorder.serving = True  # the give-up's lookups are a peer's hold
             try:
-                if kind == "serving":
-                    t.give_up(parent)
-                    return
-                servers = (
-                    [t.server] if kind == "peer" else [s._server for s in t._sessions.values()]
-                )
-                if not any(give_up(server, parent) for server in servers):
-                    raise UnknownJobError(tier, "no peer lookup parked at this tier")
+                self.give_up_at(tier, parent)
             finally:
                 self.recorder.end_serve()
 
         self._call("peer_gives_up", run)
+
+    def give_up_at(self, tier: TierId, parent: Any) -> None:
+        """The oldest peer lookup parked at serving tier `tier` passes its deadline,
+        answered through `parent` (vLLM's `ParentManager` for that tier);
+        `UnknownJobError` when none is parked there."""
+        t, kind = self.tiers[int(tier)], self.kinds[int(tier)]
+        if kind == "serving":
+            t.give_up(parent)
+            return
+        servers = [t.server] if kind == "peer" else [s._server for s in t._sessions.values()]
+        if not any(give_up(server, parent) for server in servers):
+            raise UnknownJobError(tier, "no peer lookup parked at this tier")
 
     def _p2p_fetch(self, index: int, job: int, success: bool) -> None:
         conn = self.peers[index]

@@ -73,7 +73,6 @@ from evictable.model.tiering_types import (
     owner_order,
 )
 from evictable.model.types import Key
-from evictable.proofs.adapters.vllm.harness_tier import give_up
 from evictable.proofs.adapters.vllm.tiering import VllmTiering
 from evictable.proofs.adapters.vllm.tiering_factories import tier_kinds
 from evictable.proofs.adapters.vllm.tiering_snapshot import copies, peers, phase_of, probes
@@ -263,19 +262,12 @@ class OursOverVllm(VllmTiering):
         and its `ParentManager`), the tier answers the lookup's pending keys MISS and
         ends its request, as at a serve past the deadline."""
         t = self._tier(tier, "serving", "peer", "p2p")
-        kind, index = self.kinds[int(tier)], int(tier)
+        index = int(tier)
         raised: list[BaseException] = []
 
         def give(parent: Any) -> None:
             try:
-                if kind == "serving":
-                    t.give_up(parent)
-                    return
-                servers = (
-                    [t.server] if kind == "peer" else [s._server for s in t._sessions.values()]
-                )
-                if not any(give_up(server, parent) for server in servers):
-                    raise UnknownJobError(tier, "no peer lookup parked at this tier")
+                self.give_up_at(tier, parent)
             except BaseException as exc:  # the serve counts a tier's error: ours to report
                 raised.append(exc)
 

@@ -30,7 +30,6 @@ from evictable.model.errors import (
     UnknownJobError,
     UnknownTierError,
 )
-from evictable.model.lifecycle import CpuState
 from evictable.model.tiering_tables import (
     PEER_TABLE,
     PROBE_TABLE,
@@ -70,6 +69,7 @@ from evictable.model.tiering_types import (
 from evictable.model.types import Key
 from evictable.model.validate import check_key, check_keys
 from evictable.proofs.adapters.harness_tier import HarnessTier
+from evictable.proofs.base.tiering_protocol import start_chunks
 
 __all__ = ["OursTiering", "ours_tiering", "partner", "partner_of"]
 
@@ -95,20 +95,8 @@ class OursTiering:
         """Bring this fresh orchestrator to the start state `snap`: READY chunks (least
         recent first in slot order, slots 0..) and PRESENT copies; anything else is
         refused (`InvalidArgumentError`)."""
-        chunks = sorted(snap.primary.chunks, key=lambda c: c.slot)
-        order = tuple(c.key for c in chunks)
-        if (
-            snap.jobs
-            or snap.staged
-            or snap.requests
-            or snap.peers
-            or snap.probes
-            or snap.config != self.config
-            or any(c.state is not CpuState.READY for c in chunks)
-            or [c.slot for c in chunks] != list(range(len(chunks)))
-            or snap.primary.evictable not in (None, order)
-            or any(c.state is not CopyState.PRESENT for c in snap.copies or ())
-        ):
+        order = tuple(c.key for c in start_chunks(snap, self.config))
+        if snap.primary.evictable not in (None, order):
             raise InvalidArgumentError("a start state holds READY chunks and tier copies only")
         primary = CPUOffloadingManager(self.config.num_slots, self.policy)
         for key in order:

@@ -16,7 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
+from evictable.model.errors import InvalidArgumentError
+from evictable.model.lifecycle import CpuState
 from evictable.model.tiering_types import (
+    ChunkEntry,
+    CopyState,
     JobId,
     JobOutcome,
     ReqId,
@@ -27,7 +31,7 @@ from evictable.model.tiering_types import (
 )
 from evictable.model.types import Key
 
-__all__ = ["EVENT_API", "SCHEDULER_API", "TieringAdapter", "TieringFactory"]
+__all__ = ["EVENT_API", "SCHEDULER_API", "TieringAdapter", "TieringFactory", "start_chunks"]
 
 
 @runtime_checkable
@@ -128,3 +132,25 @@ EVENT_API: tuple[str, ...] = (
     "peer_gives_up",
 )
 """The events every adapter must let the engine fire."""
+
+
+def start_chunks(snap: TieringSnapshot, config: TieringConfig) -> list[ChunkEntry]:
+    """The primary's chunks of the start state `snap` for an orchestrator of `config`,
+    in slot order, after the checks every adapter's `start(snapshot)` makes: nothing
+    in flight (no job, staged promotion, request, peer or probe), the same config,
+    every chunk READY in slots 0.. in order, every tier copy PRESENT; else
+    `InvalidArgumentError` (nothing changed)."""
+    chunks = sorted(snap.primary.chunks, key=lambda c: c.slot)
+    if (
+        snap.jobs
+        or snap.staged
+        or snap.requests
+        or snap.peers
+        or snap.probes
+        or snap.config != config
+        or any(c.state is not CpuState.READY for c in chunks)
+        or [c.slot for c in chunks] != list(range(len(chunks)))
+        or any(c.state is not CopyState.PRESENT for c in snap.copies or ())
+    ):
+        raise InvalidArgumentError("a start state holds READY chunks and tier copies only")
+    return chunks

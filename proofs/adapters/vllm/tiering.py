@@ -64,9 +64,7 @@ from vllm.v1.kv_offload.tiering.async_lookup import LookupPhase
 from vllm.v1.kv_offload.tiering.base import TransferJob
 
 from evictable.model.errors import InvalidArgumentError, UnknownJobError, UnknownTierError
-from evictable.model.states import CpuState
 from evictable.model.tiering_types import (
-    CopyState,
     JobId,
     JobOutcome,
     OutcomeKind,
@@ -85,6 +83,7 @@ from evictable.proofs.adapters.vllm.manager import translate_store
 from evictable.proofs.adapters.vllm.tiering_build import StubConnection, build_manager
 from evictable.proofs.adapters.vllm.tiering_log import Recorder
 from evictable.proofs.adapters.vllm.tiering_snapshot import pending_owners, read_snapshot
+from evictable.proofs.base.tiering_protocol import start_chunks
 
 __all__ = ["KINDS", "VllmTiering", "tier_entry"]
 
@@ -251,17 +250,7 @@ class VllmTiering:
         stored straight into the primary tier as a request of its own, so no cascade),
         and PRESENT tier copies (written into the example, fs or harness tier directly).
         Anything else in `snap` is refused."""
-        chunks = sorted(snap.primary.chunks, key=lambda c: c.slot)
-        if (
-            snap.jobs
-            or snap.staged
-            or snap.requests
-            or snap.peers
-            or snap.probes
-            or any(c.state is not CpuState.READY for c in chunks)
-            or any(c.state is not CopyState.PRESENT for c in snap.copies or ())
-        ):
-            raise InvalidArgumentError("a start state holds READY chunks and tier copies only")
+        chunks = start_chunks(snap, self.config)
         p = self.primary
         with self.vllm.lock:
             for i, c in enumerate(chunks):

@@ -50,7 +50,6 @@ from typing import Any
 from evictable.impl.manager import CPUOffloadingManager
 from evictable.impl.tiering import TieringManager
 from evictable.model.errors import InvalidArgumentError, UnknownJobError
-from evictable.model.states import CpuState
 from evictable.model.tiering_types import (
     ChunkEntry,
     JobEntry,
@@ -76,6 +75,7 @@ from evictable.model.types import Key
 from evictable.proofs.adapters.vllm.tiering import VllmTiering
 from evictable.proofs.adapters.vllm.tiering_factories import tier_kinds
 from evictable.proofs.adapters.vllm.tiering_snapshot import copies, peers, phase_of, probes
+from evictable.proofs.base.tiering_protocol import start_chunks
 
 __all__ = [
     "SPEC",
@@ -158,18 +158,7 @@ class OursOverVllm(VllmTiering):
         """Bring this fresh orchestrator to the start state `snap` (READY chunks,
         least recent first in slot order, and PRESENT copies written into the tiers);
         anything else is refused (`InvalidArgumentError`)."""
-        chunks = sorted(snap.primary.chunks, key=lambda c: c.slot)
-        if (
-            snap.jobs
-            or snap.staged
-            or snap.requests
-            or snap.peers
-            or snap.probes
-            or snap.config != self.config
-            or any(c.state is not CpuState.READY for c in chunks)
-            or [c.slot for c in chunks] != list(range(len(chunks)))
-        ):
-            raise InvalidArgumentError("a start state holds READY chunks and tier copies only")
+        chunks = start_chunks(snap, self.config)
         primary = CPUOffloadingManager(self.config.num_slots, "lru")
         for c in chunks:
             primary.prepare_store([self.vkey(c.key)])
